@@ -1,0 +1,62 @@
+"""agentenv-framework: bundles of tool-using agent tasks as RL environments.
+
+The core (this package) knows nothing of OpenEnv or TRL: the server is `agent_env.openenv`, the
+trainer's side `agent_env.training.trl`, each behind its own extra.
+"""
+
+from __future__ import annotations
+
+from agent_env.bundle import Bundle, load_bundle
+from agent_env.env import Env, EnvSpec
+from agent_env.episode import Episode, EpisodeAPI, EpisodeState, TurnEnd
+from agent_env.errors import BundleError, EpisodeError, Problem, ToolDefinitionError
+from agent_env.replay import PlayResult, Script, ScriptedCall, ScriptedTurn, load_solutions, play
+from agent_env.sandbox import CommandResult, LocalSandboxProvider, Sandbox, SandboxProvider, sandbox_provider
+from agent_env.served import Served, ServedTask, serve_bundle
+from agent_env.task import Agent, Task, TaskSpec
+from agent_env.tools import Tool, tool
+from agent_env.toolset import BASH_TOOL, AccessChange, Toolset, ToolsetSpec, toolset_name
+from agent_env.verifiers import VerifierContext
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BASH_TOOL",
+    "AccessChange",
+    "Agent",
+    "Bundle",
+    "BundleError",
+    "CommandResult",
+    "Env",
+    "EnvSpec",
+    "Episode",
+    "EpisodeAPI",
+    "EpisodeError",
+    "EpisodeState",
+    "LocalSandboxProvider",
+    "PlayResult",
+    "Problem",
+    "Sandbox",
+    "SandboxProvider",
+    "Script",
+    "ScriptedCall",
+    "ScriptedTurn",
+    "Served",
+    "ServedTask",
+    "Task",
+    "TaskSpec",
+    "Tool",
+    "ToolDefinitionError",
+    "Toolset",
+    "ToolsetSpec",
+    "TurnEnd",
+    "VerifierContext",
+    "__version__",
+    "load_bundle",
+    "load_solutions",
+    "play",
+    "sandbox_provider",
+    "serve_bundle",
+    "tool",
+    "toolset_name",
+]

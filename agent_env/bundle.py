@@ -1,0 +1,453 @@
+"""Bundles: folders of envs, played agents and tasks that run without any registry.
+
+    bundle.toml          name, [agents.NAME] (envs, role, bash, system_prompt), [sandbox]
+    envs/NAME.py         one Env subclass per module; the module's name is the env's name
+    verifiers.py         optional: the bundle's own verifier functions
+    tasks/SPLIT.jsonl    one task per line (or tasks/SPLIT.json: a list of tasks)
+    files/...            optional: files tasks copy into their sandboxes
+
+Loading checks everything and reports every problem at once, each with its file, its line or field,
+what is wrong and how to fix it. Loading runs the bundle's own Python: a bundle is trusted code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib.util
+import inspect
+import itertools
+import json
+import re
+import sys
+import tomllib
+import traceback
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pydantic import ValidationError
+
+from agent_env.env import Env, EnvSpec
+from agent_env.errors import BundleError, EnvDefinitionError, Problem
+from agent_env.sandbox.registry import PROVIDERS
+from agent_env.task import Agent, AgentConfig, BundleConfig, FileSource, Task, TaskEntry
+from agent_env.toolset import AccessChange, Toolset
+from agent_env.verifiers import FunctionCheck, ItemsCheck, Verifier, VerifierFunction
+
+_SPLIT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_TASK_SUFFIXES = (".jsonl", ".json")
+_VERIFIER_TAGS = ("items", "bash", "reply", "function")
+_module_counter = itertools.count()
+
+
+@dataclass(frozen=True, eq=False)
+class Bundle:
+    """A loaded, checked bundle."""
+
+    name: str
+    path: Path
+    config: BundleConfig
+    envs: Mapping[str, EnvSpec]
+    agents: Mapping[str, Agent]
+    splits: Mapping[str, tuple[Task, ...]]
+    functions: Mapping[str, VerifierFunction] = field(default_factory=dict, repr=False)
+
+    def tasks(self, split: str) -> tuple[Task, ...]:
+        """The tasks of `split`, in index order."""
+        try:
+            return self.splits[split]
+        except KeyError:
+            raise KeyError(f"unknown split '{split}' (splits: {', '.join(self.splits)})") from None
+
+    def task(self, split: str, index: int) -> Task:
+        tasks = self.tasks(split)
+        if not 0 <= index < len(tasks):
+            raise IndexError(f"split '{split}' has {len(tasks)} tasks; index {index} is out of range")
+        return tasks[index]
+
+
+def load_bundle(path: str | Path) -> Bundle:
+    """Load and check the bundle at `path`; raises one BundleError listing every problem."""
+    return _Loader(Path(path)).load()
+
+
+class _Loader:
+    def __init__(self, path: Path) -> None:
+        self.root = path.resolve()
+        self.shown = str(path)
+        self.problems: list[Problem] = []
+
+    def problem(self, where: str, message: str) -> None:
+        self.problems.append(Problem(where, message))
+
+    def fail(self) -> BundleError:
+        return BundleError(self.shown, self.problems)
+
+    def load(self) -> Bundle:
+        if not (self.root / "bundle.toml").is_file():
+            what = "is not a folder" if not self.root.is_dir() else "has no bundle.toml"
+            self.problem("", f"{self.shown} {what}; a bundle is a folder with bundle.toml, envs/ and tasks/")
+            raise self.fail()
+        config = self._config()
+        package = f"_agent_env_bundle_{hashlib.sha1(str(self.root).encode()).hexdigest()[:8]}"
+        package += f"_{next(_module_counter)}"
+        envs = self._envs(package)
+        functions = self._functions(package)
+        agents = self._agents(config, envs) if config else {}
+        splits = self._splits(config, envs, agents, functions) if config else {}
+        if self.problems or config is None:
+            raise self.fail()
+        name = config.name or self.root.name
+        return Bundle(name, self.root, config, envs, agents, splits, functions)
+
+    # bundle.toml
+
+    def _config(self) -> BundleConfig | None:
+        try:
+            raw = tomllib.loads((self.root / "bundle.toml").read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            self.problem("bundle.toml", f"malformed TOML: {exc}")
+            return None
+        try:
+            config = BundleConfig.model_validate(raw)
+        except ValidationError as exc:
+            for where, message in _validation_problems(exc):
+                self.problem(f"bundle.toml: {where}" if where else "bundle.toml", message)
+            return None
+        if config.sandbox.provider not in PROVIDERS:
+            self.problem(
+                "bundle.toml: sandbox.provider",
+                f"unknown sandbox provider '{config.sandbox.provider}'{_hint(config.sandbox.provider, PROVIDERS)}",
+            )
+        return config
+
+    # envs/ and verifiers.py
+
+    def _envs(self, package: str) -> dict[str, EnvSpec]:
+        folder = self.root / "envs"
+        envs: dict[str, EnvSpec] = {}
+        if not folder.is_dir():
+            self.problem("envs/", "missing; put one Python module per env in envs/ (envs/dock.py, ...)")
+            return envs
+        for file in sorted(folder.glob("*.py")):
+            if file.name.startswith("_"):
+                continue
+            where = f"envs/{file.name}"
+            module = self._import(file, f"{package}.{file.stem}", where)
+            if module is None:
+                continue
+            classes = [
+                c for _, c in inspect.getmembers(module, inspect.isclass)
+                if issubclass(c, Env) and c is not Env and c.__module__ == module.__name__
+            ]
+            if len(classes) != 1:
+                found = f" ({', '.join(c.__name__ for c in classes)})" if classes else ""
+                self.problem(
+                    where, f"defines {len(classes)} Env subclasses{found}; define exactly one per module"
+                )
+                continue
+            try:
+                envs[file.stem] = EnvSpec.from_class(file.stem, classes[0])
+            except EnvDefinitionError as exc:
+                for error in exc.errors:
+                    line = f":{error.line}" if error.line else ""
+                    for reason in error.reasons:
+                        self.problem(f"{where}{line}", f"tool '{error.tool}': {reason}")
+        return envs
+
+    def _functions(self, package: str) -> dict[str, VerifierFunction]:
+        file = self.root / "verifiers.py"
+        if not file.exists():
+            return {}
+        module = self._import(file, f"{package}.verifiers", "verifiers.py")
+        if module is None:
+            return {}
+        return {
+            name: fn for name, fn in inspect.getmembers(module, inspect.isfunction)
+            if not name.startswith("_") and fn.__module__ == module.__name__
+        }
+
+    def _import(self, file: Path, name: str, where: str) -> ModuleType | None:
+        if not self._inside(file, where):
+            return None
+        spec = importlib.util.spec_from_file_location(name, file)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            sys.modules.pop(name, None)
+            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(file)]
+            line = f":{frames[-1].lineno}" if frames else ""
+            if isinstance(exc, SyntaxError) and exc.lineno:
+                line = f":{exc.lineno}"
+            self.problem(f"{where}{line}", f"failed to import: {type(exc).__name__}: {exc}")
+            return None
+        return module
+
+    # agents
+
+    def _agents(self, config: BundleConfig, envs: Mapping[str, EnvSpec]) -> dict[str, Agent]:
+        agents: dict[str, Agent] = {}
+        for name, agent in config.agents.items():
+            where = f"bundle.toml: agents.{name}"
+            ok = True
+            for env in agent.envs:
+                if env not in envs:
+                    ok = False
+                    if (self.root / "envs" / f"{env}.py").exists():
+                        continue  # its module failed to load; that problem is already reported
+                    self.problem(where, f"names env '{env}', which is not defined{_hint(env, envs)}")
+            if ok:
+                ok = self._no_tool_clashes(where, agent, envs)
+            if ok:
+                agents[name] = Agent(name, agent.envs, agent.role, agent.bash, agent.system_prompt)
+        return agents
+
+    def _no_tool_clashes(self, where: str, agent: AgentConfig, envs: Mapping[str, EnvSpec]) -> bool:
+        owner: dict[str, str] = {}
+        for env in agent.envs:
+            for tool in envs[env].tools:
+                if tool.name in owner:
+                    self.problem(
+                        where,
+                        f"envs '{owner[tool.name]}' and '{env}' both define tool '{tool.name}'; "
+                        "rename one, since an agent's tools need distinct names",
+                    )
+                    return False
+                owner[tool.name] = env
+        return True
+
+    # tasks/
+
+    def _splits(
+        self,
+        config: BundleConfig,
+        envs: Mapping[str, EnvSpec],
+        agents: Mapping[str, Agent],
+        functions: Mapping[str, VerifierFunction],
+    ) -> dict[str, tuple[Task, ...]]:
+        folder = self.root / "tasks"
+        files = sorted(f for f in folder.glob("*") if f.suffix in _TASK_SUFFIXES) if folder.is_dir() else []
+        if not files:
+            self.problem("tasks/", "no task files; add tasks/train.jsonl with one task (a JSON object) per line")
+            return {}
+        roles = {a.role for a in config.agents.values()} | {
+            role for env in envs.values() for t in env.tools for role in (t.roles or ())
+        }
+        seen_ids: dict[str, str] = {}
+        splits: dict[str, tuple[Task, ...]] = {}
+        for file in files:
+            where = f"tasks/{file.name}"
+            split = file.stem
+            if split in splits:
+                self.problem(where, f"split '{split}' has two files; keep one of .jsonl and .json")
+                continue
+            if not _SPLIT_NAME.match(split):
+                self.problem(where, f"split name '{split}' must match {_SPLIT_NAME.pattern}; rename the file")
+                continue
+            if not self._inside(file, where):
+                continue
+            tasks: list[Task] = []
+            for line, raw in self._entries(file, where):
+                place = f"{where}:{line}" if line else where
+                task = self._task(place, raw, split, len(tasks), config, envs, agents, functions, roles)
+                if task is None:
+                    continue
+                if task.id in seen_ids:
+                    self.problem(place, f"duplicate task id '{task.id}' (first at {seen_ids[task.id]}); ids must be unique")
+                    continue
+                seen_ids[task.id] = place
+                tasks.append(task)
+            if not tasks and not any(p.where.startswith(where) for p in self.problems):
+                self.problem(where, f"split '{split}' has no tasks; add one per line or delete the file")
+            splits[split] = tuple(tasks)
+        return splits
+
+    def _entries(self, file: Path, where: str) -> Iterable[tuple[int | None, Any]]:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.problem(where, f"cannot be read: {exc}")
+            return
+        if file.suffix == ".json":
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                self.problem(f"{where}:{exc.lineno}", f"malformed JSON: {exc.msg}")
+                return
+            if not isinstance(data, list):
+                self.problem(where, "must hold a JSON list of tasks")
+                return
+            yield from ((None, entry) for entry in data)
+            return
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError as exc:
+                self.problem(f"{where}:{number}", f"malformed JSON: {exc.msg} (column {exc.colno})")
+
+    def _task(
+        self,
+        place: str,
+        raw: Any,
+        split: str,
+        index: int,
+        config: BundleConfig,
+        envs: Mapping[str, EnvSpec],
+        agents: Mapping[str, Agent],
+        functions: Mapping[str, VerifierFunction],
+        roles: set[str],
+    ) -> Task | None:
+        try:
+            entry = TaskEntry.model_validate(raw)
+        except ValidationError as exc:
+            label = f" (task '{raw['id']}')" if isinstance(raw, dict) and isinstance(raw.get("id"), str) else ""
+            for where, message in _validation_problems(exc):
+                self.problem(f"{place}{label}", f"{where}: {message}" if where else message)
+            return None
+        place = f"{place} (task '{entry.id}')"
+        before = len(self.problems)
+        agent = agents.get(entry.agent)
+        if agent is None:
+            if entry.agent not in config.agents:
+                self.problem(place, f"agent '{entry.agent}' is not defined{_hint(entry.agent, config.agents)}")
+            return None
+        for env in entry.seed:
+            if env not in agent.envs:
+                self.problem(place, f"seed names env '{env}', which agent '{agent.name}' does not use{_hint(env, agent.envs)}")
+        self._check_access(place, entry.modify_env_tool_access, agent, envs, roles)
+        verifiers = self._verifiers(place, entry, agent, envs, functions)
+        files = self._files(place, entry.files)
+        if len(self.problems) > before:
+            return None
+        toolset = Toolset(
+            envs=tuple(envs[e] for e in agent.envs),
+            role=agent.role,
+            access=tuple(c for c in entry.modify_env_tool_access if c.role == agent.role),
+            bash=agent.bash,
+        )
+        return Task(
+            id=entry.id,
+            split=split,
+            index=index,
+            agent=agent,
+            turns=tuple(entry.turns),
+            toolset=toolset,
+            verifiers=verifiers,
+            aggregate=entry.aggregate,
+            seed=entry.seed,
+            files=files,
+            sandbox=config.sandbox,
+        )
+
+    def _check_access(
+        self,
+        place: str,
+        changes: Iterable[AccessChange],
+        agent: Agent,
+        envs: Mapping[str, EnvSpec],
+        roles: set[str],
+    ) -> None:
+        for n, change in enumerate(changes):
+            where = f"{place}: modify_env_tool_access[{n}]"
+            if change.role not in roles:
+                self.problem(where, f"role '{change.role}' is not used by any agent or tool{_hint(change.role, roles)}")
+            if change.env is not None and change.env not in agent.envs:
+                self.problem(where, f"env '{change.env}' is not one of agent '{agent.name}''s envs{_hint(change.env, agent.envs)}")
+                continue
+            if change.tools == "*":
+                continue
+            scope = [change.env] if change.env else list(agent.envs)
+            known = {t.name for e in scope for t in envs[e].tools}
+            for name in change.tools:
+                if name not in known:
+                    self.problem(where, f"tool '{name}' is not a tool of {', '.join(scope)}{_hint(name, known)}")
+
+    def _verifiers(
+        self,
+        place: str,
+        entry: TaskEntry,
+        agent: Agent,
+        envs: Mapping[str, EnvSpec],
+        functions: Mapping[str, VerifierFunction],
+    ) -> tuple[Verifier, ...]:
+        verifiers = []
+        for n, spec in enumerate(entry.verifiers):
+            where = f"{place}: verifiers[{n}]"
+            if isinstance(spec, ItemsCheck):
+                if spec.env not in agent.envs:
+                    self.problem(where, f"verifier 'items' names env '{spec.env}'{_hint(spec.env, agent.envs)} "
+                                 f"(agent '{agent.name}' uses: {', '.join(agent.envs) or 'no envs'})")
+                elif not envs[spec.env].has_items:
+                    self.problem(where, f"env '{spec.env}' does not define items(), which the items verifier reads")
+            if isinstance(spec, FunctionCheck):
+                function = functions.get(spec.function)
+                if function is None:
+                    self.problem(where, f"verifier function '{spec.function}' is not defined in verifiers.py"
+                                 f"{_hint(spec.function, functions)}")
+                verifiers.append(Verifier(spec, function))
+            else:
+                verifiers.append(Verifier(spec))
+        return tuple(verifiers)
+
+    def _files(self, place: str, files: Mapping[str, str | FileSource]) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for target, content in files.items():
+            where = f"{place}: files['{target}']"
+            parts = Path(target).parts
+            if not target or Path(target).is_absolute() or ".." in parts:
+                self.problem(where, "a sandbox file's path must be relative and stay inside the sandbox (no '..')")
+                continue
+            if isinstance(content, str):
+                out[target] = content.encode("utf-8")
+                continue
+            source = self.root / content.source
+            if not self._inside(source, where):
+                continue
+            if not source.is_file():
+                self.problem(where, f"source '{content.source}' is not a file of the bundle")
+                continue
+            out[target] = source.read_bytes()
+        return out
+
+    def _inside(self, path: Path, where: str) -> bool:
+        if path.resolve().is_relative_to(self.root):
+            return True
+        self.problem(where, f"'{path}' leaves the bundle (through '..' or a symlink); keep every file inside it")
+        return False
+
+
+def _validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
+    out = []
+    for error in exc.errors(include_url=False):
+        raw = error["loc"]
+        # A discriminated union adds its tag after the list index; it names no field the user wrote.
+        where = ".".join(
+            str(part) for n, part in enumerate(raw)
+            if not (n > 0 and isinstance(raw[n - 1], int) and part in _VERIFIER_TAGS and n < len(raw) - 1)
+        )
+        if error["type"] == "extra_forbidden":
+            out.append((where, "unknown field; remove it or check its spelling"))
+        elif error["type"] == "missing":
+            out.append((where, "required field is missing"))
+        elif error["type"] == "union_tag_invalid":
+            out.append((where, f"{error['msg']}"))
+        else:
+            out.append((where, str(error["msg"]).removeprefix("Value error, ")))
+    return out
+
+
+def _hint(name: str, choices: Iterable[str]) -> str:
+    choices = list(choices)
+    close = difflib.get_close_matches(name, choices, n=1)
+    if close:
+        return f"; did you mean '{close[0]}'?"
+    return f" (choices: {', '.join(sorted(choices))})" if choices else ""
+

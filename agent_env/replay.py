@@ -1,0 +1,89 @@
+"""Scripted plays: a policy written down as tool calls and replies, turn by turn.
+
+A bundle may keep a reference play of each task in `solutions/SPLIT.jsonl`; playing them proves the
+tasks can be solved and that their verifiers score a correct play 1.0. The demo and the tests use it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_env.bundle import Bundle
+from agent_env.episode import EpisodeAPI
+from agent_env.errors import EpisodeError
+
+
+class ScriptedCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScriptedTurn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    calls: list[ScriptedCall] = Field(default_factory=list)
+    reply: str = ""
+
+
+class Script(BaseModel):
+    """A scripted play of one task, and the score it should get."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    turns: list[ScriptedTurn]
+    expected_score: float = Field(1.0, ge=0, le=1)
+
+
+@dataclass
+class PlayResult:
+    """How a play went: the score (None when the episode failed), and what each step answered."""
+
+    score: float | None = None
+    error: str | None = None
+    tool_calls: int = 0
+    transcript: list[str] = field(default_factory=list)
+
+
+async def play(episode: EpisodeAPI, turns: Sequence[ScriptedTurn]) -> PlayResult:
+    """Deploy, play `turns` (ending any turn the script leaves open with an empty reply), tear down."""
+    result = PlayResult()
+    try:
+        prompt: str | None = await episode.deploy()
+        turn = 0
+        while prompt is not None:
+            result.transcript.append(f"user: {prompt}")
+            scripted = turns[turn] if turn < len(turns) else ScriptedTurn()
+            for call in scripted.calls:
+                result.tool_calls += 1
+                try:
+                    answer = await episode.call_tool(call.tool, call.arguments)
+                except EpisodeError as exc:
+                    answer = f"error: {exc}"
+                result.transcript.append(f"{call.tool}({json.dumps(call.arguments)}) -> {answer}")
+            end = await episode.end_turn(scripted.reply)
+            result.transcript.append(f"assistant: {scripted.reply}")
+            prompt, turn = end.prompt, turn + 1
+            if end.done:
+                result.score = end.score
+    except EpisodeError as exc:
+        result.error = str(exc)
+    finally:
+        await episode.teardown()
+    return result
+
+
+def load_solutions(bundle: Bundle, split: str) -> dict[str, Script]:
+    """The reference plays of `split` by task id; empty when the bundle keeps none."""
+    file = bundle.path / "solutions" / f"{split}.jsonl"
+    if not file.is_file():
+        return {}
+    scripts = (Script.model_validate_json(line) for line in file.read_text("utf-8").splitlines() if line.strip())
+    return {script.id: script for script in scripts}

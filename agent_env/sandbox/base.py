@@ -1,0 +1,59 @@
+"""The sandbox interface: where the played agent's `bash` commands run.
+
+Every command has its own deadline and a cap on the output it returns; a sandbox is made at deploy
+with the task's files in it and removed, whatever happened, at teardown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+DEFAULT_COMMAND_TIMEOUT_S = 30.0
+DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a command did: its exit code (None when killed), its output, and why it was cut short."""
+
+    exit_code: int | None
+    output: str
+    timed_out: bool = False
+    truncated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    def render(self, timeout_s: float) -> str:
+        """The result as the played agent reads it."""
+        if self.timed_out:
+            status = f"[killed: the command ran past its {timeout_s:g} s deadline]"
+        else:
+            status = f"[exit code: {self.exit_code}]"
+        return f"{self.output}\n{status}" if self.output else status
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """One episode's sandbox."""
+
+    async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
+        """Run `command` with bash in the sandbox's working folder."""
+        ...
+
+    async def teardown(self) -> None:
+        """Remove everything the sandbox made; never raises, safe to call twice."""
+        ...
+
+
+class SandboxProvider(Protocol):
+    """Makes sandboxes; `name` is how bundles and the CLI select it."""
+
+    name: str
+
+    async def create(self, files: Mapping[str, bytes]) -> Sandbox:
+        """A new sandbox with `files` (relative paths, already checked) written into it."""
+        ...

@@ -1,0 +1,130 @@
+"""The `local` sandbox: a temporary folder per episode and bash commands as subprocesses in it.
+
+It is the embedded default, made for trusted bundles and tests: it is not an isolation boundary.
+Each command runs in a process group of its own; when the command returns, or runs past its
+deadline, the whole group is killed, so nothing a command started keeps running between commands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from agent_env._threads import run_sync
+from agent_env.sandbox.base import CommandResult
+
+_READ_CHUNK = 64 * 1024
+_OUTPUT_GRACE_S = 1.0
+FOLDER_PREFIX = "agent-env-sandbox-"
+
+
+class LocalSandbox:
+    """A folder and the process groups of the commands running in it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._groups: set[int] = set()
+        self._closed = False
+
+    async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
+        if self._closed:
+            raise RuntimeError("the sandbox has been torn down")
+        process = await asyncio.create_subprocess_exec(
+            "bash",
+            "-c",
+            command,
+            cwd=self.root,
+            env=_environment(self.root),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._groups.add(process.pid)
+        assert process.stdout is not None
+        reader = asyncio.create_task(_read_capped(process.stdout, max_output_bytes))
+        timed_out = False
+        try:
+            await asyncio.wait_for(process.wait(), timeout_s)
+        except TimeoutError:
+            timed_out = True
+        except BaseException:
+            reader.cancel()
+            raise
+        finally:
+            _kill_group(process.pid)
+            self._groups.discard(process.pid)
+        await process.wait()
+        try:
+            output, truncated = await asyncio.wait_for(reader, _OUTPUT_GRACE_S)
+        except TimeoutError:
+            output, truncated = "", False
+        return CommandResult(None if timed_out else process.returncode, output, timed_out, truncated)
+
+    async def teardown(self) -> None:
+        self._closed = True
+        for group in list(self._groups):
+            _kill_group(group)
+        self._groups.clear()
+        with contextlib.suppress(Exception):
+            await run_sync(shutil.rmtree, self.root, ignore_errors=True)
+
+
+class LocalSandboxProvider:
+    """Makes local sandboxes under the system's temporary folder (or `parent`)."""
+
+    name = "local"
+
+    def __init__(self, parent: str | Path | None = None) -> None:
+        self.parent = Path(parent) if parent is not None else None
+
+    async def create(self, files: Mapping[str, bytes]) -> LocalSandbox:
+        return await run_sync(self._create, dict(files))
+
+    def _create(self, files: dict[str, bytes]) -> LocalSandbox:
+        root = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX, dir=self.parent)).resolve()
+        try:
+            for relative, content in files.items():
+                target = (root / relative).resolve()
+                if not target.is_relative_to(root) or target == root:
+                    raise ValueError(f"sandbox file '{relative}' leaves the sandbox folder")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(content)
+        except BaseException:
+            shutil.rmtree(root, ignore_errors=True)
+            raise
+        return LocalSandbox(root)
+
+
+async def _read_capped(stream: asyncio.StreamReader, limit: int) -> tuple[str, bool]:
+    """Read to the end, keeping the first `limit` bytes, so a flood never blocks the writer."""
+    kept = bytearray()
+    dropped = 0
+    while chunk := await stream.read(_READ_CHUNK):
+        room = limit - len(kept)
+        kept += chunk[:room]
+        dropped += max(0, len(chunk) - room)
+    text = kept.decode("utf-8", errors="replace")
+    if dropped:
+        text += f"\n[output truncated: {dropped} more bytes]"
+    return text, dropped > 0
+
+
+def _kill_group(group: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)
+
+
+def _environment(root: Path) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "HOME": str(root),
+        "TMPDIR": str(root),
+        "LANG": "C.UTF-8",
+    }

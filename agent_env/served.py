@@ -1,0 +1,40 @@
+"""What a server serves: the splits and, for each task, its spec and a way to play it.
+
+This is the Episode API's other half: the server sees tasks only through `ServedTask`, so tests can
+hand it fake steps (`agent_env.testing`) and it plays them exactly as it plays a bundle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from agent_env.bundle import Bundle, load_bundle
+from agent_env.episode import Episode, EpisodeAPI
+from agent_env.sandbox.base import SandboxProvider
+from agent_env.sandbox.registry import sandbox_provider
+from agent_env.task import TaskSpec
+
+
+@dataclass(frozen=True)
+class ServedTask:
+    """A task's spec, as the Task API gives it, and a factory of fresh episodes of it."""
+
+    spec: TaskSpec
+    new_episode: Callable[[], EpisodeAPI]
+
+
+Served = Mapping[str, Sequence[ServedTask]]
+"""Split name -> the split's tasks, in index order."""
+
+
+def serve_bundle(bundle: Bundle | str | Path, *, sandbox: str | SandboxProvider | None = None) -> Served:
+    """The served tasks of a bundle; `sandbox` overrides the bundle's sandbox provider."""
+    loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
+    provider = sandbox_provider(sandbox if sandbox is not None else loaded.config.sandbox.provider)
+    return {
+        split: tuple(ServedTask(task.spec, partial(Episode, task, sandbox=provider)) for task in tasks)
+        for split, tasks in loaded.splits.items()
+    }

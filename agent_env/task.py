@@ -1,0 +1,137 @@
+"""Tasks and played agents: what a bundle's files say, and the checked values the engine plays.
+
+The `*Config`/`*Entry` models are the file formats (pydantic, unknown fields refused so a typo is an
+error rather than a silent default); `Agent` and `Task` are what loading makes of them once every
+name they use has been resolved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_env.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, DEFAULT_MAX_OUTPUT_BYTES
+from agent_env.toolset import DEFAULT_ROLE, AccessChange, Toolset, ToolsetSpec
+from agent_env.verifiers import BashCheck, Verifier, VerifierSpec
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AgentConfig(_Strict):
+    """A played agent in `bundle.toml`: `[agents.NAME]`."""
+
+    envs: tuple[str, ...] = ()
+    role: str = DEFAULT_ROLE
+    bash: bool = Field(False, description="Whether its turns offer `bash` in a sandbox of its own.")
+    system_prompt: str | None = None
+
+
+class SandboxConfig(_Strict):
+    """`[sandbox]` in `bundle.toml`: which provider runs `bash`, and each command's limits."""
+
+    provider: str = "local"
+    command_timeout_s: float = Field(DEFAULT_COMMAND_TIMEOUT_S, gt=0)
+    max_output_bytes: int = Field(DEFAULT_MAX_OUTPUT_BYTES, gt=0)
+
+
+class BundleConfig(_Strict):
+    """`bundle.toml`."""
+
+    name: str | None = None
+    description: str = ""
+    agents: dict[str, AgentConfig] = Field(min_length=1)
+    sandbox: SandboxConfig = SandboxConfig()
+
+
+class FileSource(_Strict):
+    """A sandbox file copied from the bundle (`{"source": "files/manifest.csv"}`)."""
+
+    source: str
+
+
+class TaskEntry(_Strict):
+    """One task as a split's file holds it."""
+
+    id: str = Field(min_length=1)
+    agent: str
+    turns: list[str] = Field(min_length=1, description="One user prompt per turn.")
+    seed: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Seed data per env name.")
+    files: dict[str, str | FileSource] = Field(
+        default_factory=dict, description="Sandbox files: relative path to text, or to a bundle file."
+    )
+    modify_env_tool_access: list[AccessChange] = Field(default_factory=list)
+    verifiers: list[VerifierSpec] = Field(min_length=1)
+    aggregate: Literal["mean", "all_pass"] = "mean"
+
+
+@dataclass(frozen=True)
+class Agent:
+    """The role the trained model plays in a task."""
+
+    name: str
+    envs: tuple[str, ...]
+    role: str = DEFAULT_ROLE
+    bash: bool = False
+    system_prompt: str | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Task:
+    """One item of a split, checked and ready to play."""
+
+    id: str
+    split: str
+    index: int
+    agent: Agent
+    turns: tuple[str, ...]
+    toolset: Toolset
+    verifiers: tuple[Verifier, ...]
+    aggregate: Literal["mean", "all_pass"] = "mean"
+    seed: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    files: Mapping[str, bytes] = field(default_factory=dict, repr=False)
+    sandbox: SandboxConfig = SandboxConfig()
+
+    @property
+    def needs_sandbox(self) -> bool:
+        """A sandbox is made when the agent has bash, the task seeds files, or a verifier runs bash."""
+        return (
+            self.toolset.bash
+            or bool(self.files)
+            or any(isinstance(v.spec, BashCheck) for v in self.verifiers)
+        )
+
+    @property
+    def prompt(self) -> list[dict[str, str]]:
+        """The chat messages that open the task: the system prompt, if any, and the first turn."""
+        messages = [{"role": "system", "content": self.agent.system_prompt}] if self.agent.system_prompt else []
+        return [*messages, {"role": "user", "content": self.turns[0]}]
+
+    @property
+    def spec(self) -> TaskSpec:
+        """What the Task API tells a trainer about this task; cheap, and deploys nothing."""
+        return TaskSpec(
+            id=self.id,
+            split=self.split,
+            index=self.index,
+            prompt=self.prompt,
+            turns=len(self.turns),
+            toolset=self.toolset.spec,
+        )
+
+
+class TaskSpec(BaseModel):
+    """A task as the Task API describes it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    split: str
+    index: int
+    prompt: list[dict[str, str]]
+    turns: int
+    toolset: ToolsetSpec

@@ -1,0 +1,218 @@
+"""Tools: typed, documented methods whose JSON Schema comes from their signature and docstring.
+
+The schema is what the played agent sees and what its arguments are checked against before the
+method runs, so the two can never disagree: both come from one pydantic model built from the
+signature, with descriptions taken from the Google-style docstring.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import typing
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
+
+import docstring_parser
+import pydantic
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from agent_env._threads import call_maybe_async
+from agent_env.errors import EpisodeError, ToolDefinitionError
+from agent_env.names import name_problem
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+_MARK = "__agent_env_tool__"
+
+
+@dataclass(frozen=True)
+class ToolMark:
+    """What `@tool` records on a method: the roles it is limited to, if any."""
+
+    roles: frozenset[str] | None = None
+
+
+@overload
+def tool(fn: _F, /) -> _F: ...
+@overload
+def tool(*, roles: Collection[str] | None = None) -> Callable[[_F], _F]: ...
+def tool(fn: _F | None = None, /, *, roles: Collection[str] | None = None) -> _F | Callable[[_F], _F]:
+    """Mark an env method as a tool the played agent can call.
+
+    `roles` limits the tool to agents playing one of those roles; a task can still enable or disable
+    it per role with `modify_env_tool_access`.
+    """
+
+    def mark(method: _F) -> _F:
+        setattr(method, _MARK, ToolMark(frozenset(roles) if roles is not None else None))
+        return method
+
+    return mark(fn) if fn is not None else mark
+
+
+def tool_mark(obj: object) -> ToolMark | None:
+    """The mark `@tool` left on `obj`, or None for a plain method."""
+    mark = getattr(obj, _MARK, None)
+    return mark if isinstance(mark, ToolMark) else None
+
+
+@dataclass(frozen=True, eq=False)
+class Tool:
+    """One callable tool: its schema, its argument model and the function behind it."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    function: Callable[..., Any] = field(repr=False)
+    arguments: type[BaseModel] = field(repr=False)
+    roles: frozenset[str] | None = None
+
+    @classmethod
+    def from_function(
+        cls, function: Callable[..., Any], *, roles: frozenset[str] | None = None, method: bool = False
+    ) -> Tool:
+        """Build a tool from a typed, documented function; `method` skips its first parameter.
+
+        Raises ToolDefinitionError naming every reason the schema cannot be built.
+        """
+        name = function.__name__
+        reasons: list[str] = []
+        if problem := name_problem(name):
+            reasons.append(problem.replace(f"tool '{name}'", "the name", 1))
+        doc = docstring_parser.parse(inspect.getdoc(function) or "")
+        description = " ".join(p for p in (doc.short_description, doc.long_description) if p).strip()
+        if not description:
+            reasons.append("has no docstring summary; say what the tool does in its first line")
+        documented = {p.arg_name: (p.description or "").strip() for p in doc.params}
+
+        try:
+            hints = typing.get_type_hints(function, include_extras=True)
+        except Exception as exc:
+            raise ToolDefinitionError(name, [*reasons, f"its type hints cannot be resolved ({exc})"]) from exc
+        parameters = list(inspect.signature(function).parameters.values())[1 if method else 0 :]
+        fields: dict[str, Any] = {}
+        for param in parameters:
+            arg = param.name
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                reasons.append(f"*{arg} and **{arg} cannot be described to a model; name every argument")
+                continue
+            if problem := name_problem(arg, kind="argument"):
+                reasons.append(problem)
+            if arg not in hints:
+                reasons.append(f"argument '{arg}' has no type hint; annotate it")
+                continue
+            if not documented.get(arg):
+                reasons.append(f"argument '{arg}' is not documented; add '{arg}: ...' under Args:")
+            default = ... if param.default is param.empty else param.default
+            fields[arg] = (hints[arg], pydantic.Field(default, description=documented.get(arg) or None))
+        for extra in sorted(set(documented) - {p.name for p in parameters}):
+            reasons.append(f"documents argument '{extra}', which the signature does not have")
+        if reasons:
+            raise ToolDefinitionError(name, reasons)
+
+        try:
+            model = pydantic.create_model(  # type: ignore[call-overload]
+                f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+            )
+            parameters_schema = _clean_schema(model.model_json_schema())
+        except (pydantic.PydanticSchemaGenerationError, pydantic.errors.PydanticInvalidForJsonSchema) as exc:
+            raise ToolDefinitionError(
+                name,
+                [
+                    "an argument's type has no JSON Schema "
+                    f"({str(exc).splitlines()[0]}); use str, int, float, bool, list, dict, Literal, "
+                    "an Enum or a pydantic model"
+                ],
+            ) from exc
+        return cls(name, description, parameters_schema, function, model, roles)
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        """The tool as chat templates and OpenAI-style APIs describe a function."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments as the function takes them, or an INVALID_ARGUMENTS error naming each bad one."""
+        if not isinstance(arguments, Mapping):
+            raise EpisodeError(
+                "INVALID_ARGUMENTS",
+                f"{self.name}: arguments must be a JSON object, not {type(arguments).__name__}",
+            )
+        try:
+            model = self.arguments.model_validate(dict(arguments))
+        except ValidationError as exc:
+            raise EpisodeError("INVALID_ARGUMENTS", _explain(self.name, exc, self.arguments)) from None
+        return {name: getattr(model, name) for name in type(model).model_fields}
+
+    async def call(self, instance: object | None, arguments: Mapping[str, Any]) -> str:
+        """Validate, run (off the event loop when sync) and render the result as the model sees it."""
+        kwargs = self.validate(arguments)
+        bound = self.function if instance is None else self.function.__get__(instance)
+        try:
+            result = await call_maybe_async(bound, **kwargs)
+        except EpisodeError:
+            raise
+        except Exception as exc:
+            raise EpisodeError("TOOL_ERROR", f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
+        return render_result(result)
+
+
+def render_result(value: object) -> str:
+    """A tool's return value as text: strings as they are, everything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(pydantic.TypeAdapter(Any).dump_python(value, mode="json"), ensure_ascii=False)
+
+
+def _explain(tool: str, exc: ValidationError, model: type[BaseModel]) -> str:
+    known = ", ".join(model.model_fields) or "none"
+    lines = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        if error["type"] == "missing":
+            lines.append(f"argument '{where}' is required")
+        elif error["type"] == "extra_forbidden":
+            lines.append(f"unknown argument '{where}' (arguments: {known})")
+        else:
+            got = json.dumps(error.get("input"), default=repr)[:80]
+            lines.append(f"argument '{where}': {error['msg']} (got {got})")
+    return f"{tool}: " + "; ".join(lines)
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Inline `$defs` and drop pydantic's titles, so every tool's schema stands alone."""
+    definitions = schema.pop("$defs", {})
+
+    def clean(node: Any, expanding: frozenset[str] = frozenset()) -> Any:
+        if isinstance(node, list):
+            return [clean(item, expanding) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            ref = node["$ref"].rsplit("/", 1)[-1]
+            if ref in expanding:
+                raise pydantic.errors.PydanticInvalidForJsonSchema(f"{ref} is a recursive type")
+            merged = {**definitions[ref], **{k: v for k, v in node.items() if k != "$ref"}}
+            return clean(merged, expanding | {ref})
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "title":
+                continue
+            if key in ("properties", "patternProperties"):
+                out[key] = {name: clean(sub, expanding) for name, sub in value.items()}
+            elif key in ("default", "enum", "const", "examples", "required"):
+                out[key] = value
+            else:
+                out[key] = clean(value, expanding)
+        return out
+
+    cleaned: dict[str, Any] = clean(schema)
+    cleaned.setdefault("properties", {})
+    cleaned.setdefault("required", [])
+    return cleaned

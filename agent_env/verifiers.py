@@ -1,0 +1,188 @@
+"""Verifiers: turn a finished episode into a score in [0, 1].
+
+Built-ins compare an env's items (`items`), run a command in the agent's sandbox (`bash`), or check
+the final reply (`reply`); a bundle's own Python function (`function`) does anything else. A task's
+score aggregates its verifiers: a weighted mean, or all-pass (1 only when every verifier gives 1).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agent_env._threads import call_maybe_async
+from agent_env.errors import EpisodeError
+from agent_env.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, CommandResult, Sandbox
+
+if TYPE_CHECKING:
+    from agent_env.env import Env
+    from agent_env.task import Task
+
+
+class _Check(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    weight: float = Field(1.0, ge=0, description="Weight in the task's mean score.")
+
+
+class ItemsCheck(_Check):
+    """An env's items equal (`exact`) or include (`includes`) the expected ones, in any order."""
+
+    type: Literal["items"]
+    env: str
+    expected: list[Any]
+    match: Literal["exact", "includes"] = "exact"
+    partial: bool = Field(False, description="Score the share of expected items found instead of 0 or 1.")
+
+
+class BashCheck(_Check):
+    """A command succeeds (exit code 0) in the agent's sandbox after the last turn."""
+
+    type: Literal["bash"]
+    command: str = Field(min_length=1)
+    timeout_s: float = Field(30.0, gt=0)
+
+
+class ReplyCheck(_Check):
+    """The final reply equals, contains or matches (a regular expression, searched) a text."""
+
+    type: Literal["reply"]
+    equals: str | None = None
+    contains: str | None = None
+    matches: str | None = None
+    ignore_case: bool = False
+
+    @model_validator(mode="after")
+    def _exactly_one_test(self) -> ReplyCheck:
+        given = [name for name in ("equals", "contains", "matches") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of 'equals', 'contains' or 'matches'")
+        if self.matches is not None:
+            try:
+                re.compile(self.matches)
+            except re.error as exc:
+                raise ValueError(f"'matches' is not a valid regular expression: {exc}") from exc
+        return self
+
+
+class FunctionCheck(_Check):
+    """A function of the bundle's `verifiers.py`, called as `function(context, **args)`."""
+
+    type: Literal["function"]
+    function: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+VerifierSpec = Annotated[ItemsCheck | BashCheck | ReplyCheck | FunctionCheck, Field(discriminator="type")]
+
+VerifierFunction = Callable[..., Any]
+"""A bundle's verifier: `(context: VerifierContext, **args) -> float | bool`, sync or async."""
+
+
+@dataclass(frozen=True)
+class VerifierContext:
+    """What a verifier sees of a finished episode."""
+
+    task: Task
+    envs: Mapping[str, Env]
+    replies: tuple[str, ...]
+    sandbox: Sandbox | None = None
+
+    @property
+    def reply(self) -> str:
+        """The reply that ended the last turn."""
+        return self.replies[-1] if self.replies else ""
+
+    async def bash(self, command: str, timeout_s: float = 30.0) -> CommandResult:
+        """Run a command in the agent's sandbox, as the `bash` verifier does."""
+        if self.sandbox is None:
+            raise EpisodeError("VERIFIER_FAILED", f"task '{self.task.id}' has no sandbox to run bash in")
+        return await self.sandbox.run(command, timeout_s=timeout_s, max_output_bytes=DEFAULT_MAX_OUTPUT_BYTES)
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """A verifier of a task, ready to score: its spec and, for `function`, the function itself."""
+
+    spec: ItemsCheck | BashCheck | ReplyCheck | FunctionCheck
+    function: VerifierFunction | None = field(default=None, repr=False)
+
+    async def score(self, context: VerifierContext) -> float:
+        """The score in [0, 1]; a verifier that cannot score raises EpisodeError VERIFIER_FAILED."""
+        spec = self.spec
+        if isinstance(spec, ItemsCheck):
+            env = context.envs[spec.env]
+            actual = await call_maybe_async(env.items)
+            return score_items(spec, actual)
+        if isinstance(spec, BashCheck):
+            result = await context.bash(spec.command, spec.timeout_s)
+            return 1.0 if result.ok else 0.0
+        if isinstance(spec, ReplyCheck):
+            return score_reply(spec, context.reply)
+        assert self.function is not None
+        value = await call_maybe_async(self.function, context, **spec.args)
+        return _as_score(spec.function, value)
+
+
+def score_items(spec: ItemsCheck, actual: Any) -> float:
+    """Compare items as multisets of their canonical JSON, so order never matters."""
+    if not isinstance(actual, Sequence) or isinstance(actual, str | bytes):
+        raise EpisodeError(
+            "VERIFIER_FAILED", f"env '{spec.env}' items() returned {type(actual).__name__}, not a list"
+        )
+    expected = Counter(map(_canonical, spec.expected))
+    found = Counter(map(_canonical, actual))
+    matched = sum((expected & found).values())
+    if spec.match == "exact":
+        total = max(sum(expected.values()), sum(found.values()))
+        complete = expected == found
+    else:
+        total = sum(expected.values())
+        complete = matched == total
+    if not spec.partial:
+        return 1.0 if complete else 0.0
+    return 1.0 if total == 0 else matched / total
+
+
+def score_reply(spec: ReplyCheck, reply: str) -> float:
+    flags = re.IGNORECASE if spec.ignore_case else 0
+    text = reply.strip()
+    if spec.matches is not None:
+        return 1.0 if re.search(spec.matches, text, flags) else 0.0
+    wanted = (spec.equals if spec.equals is not None else spec.contains) or ""
+    if spec.ignore_case:
+        text, wanted = text.casefold(), wanted.strip().casefold()
+    else:
+        wanted = wanted.strip()
+    ok = text == wanted if spec.equals is not None else wanted in text
+    return 1.0 if ok else 0.0
+
+
+def aggregate(scored: Sequence[tuple[float, float]], mode: Literal["mean", "all_pass"]) -> float:
+    """A task's score from its verifiers' (score, weight) pairs."""
+    if mode == "all_pass":
+        return 1.0 if all(score == 1.0 for score, _ in scored) else 0.0
+    total = sum(weight for _, weight in scored)
+    if total == 0:
+        return 0.0
+    return sum(score * weight for score, weight in scored) / total
+
+
+def _canonical(item: Any) -> str:
+    return json.dumps(item, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _as_score(name: str, value: Any) -> float:
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, int | float) and 0.0 <= float(value) <= 1.0:
+        return float(value)
+    raise EpisodeError(
+        "VERIFIER_FAILED", f"verifier function '{name}' returned {value!r}; return a number in [0, 1] or a bool"
+    )

@@ -1,0 +1,82 @@
+"""Capabilities of the machine that some tests need, decided once, at collection.
+
+A test declares what it needs with `@pytest.mark.needs("docker_engine")` (or a tier's conftest
+declares it for a whole folder). When the machine lacks it, the test is skipped with a reason of
+one fixed form, `missing capability: NAME (how to get it)`, so CI can tell a declared skip from
+any other. Nothing else may skip.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+SKIP_PREFIX = "missing capability: "
+
+
+@dataclass(frozen=True)
+class Capability:
+    name: str
+    how: str
+    check: Callable[[], bool]
+
+
+def _docker_engine() -> bool:
+    if importlib.util.find_spec("docker") is None:
+        return False
+    import docker
+
+    try:
+        client = docker.from_env(timeout=3)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:
+        return False
+
+
+def _trl_installed() -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in ("trl", "torch", "transformers"))
+
+
+def _openenv_installed() -> bool:
+    return importlib.util.find_spec("openenv") is not None
+
+
+CAPABILITIES = {
+    c.name: c
+    for c in (
+        Capability("docker_engine", "start a Docker engine: see ../shared/reference/docker-engine.md", _docker_engine),
+        Capability("trl_installed", "pip install torch==2.13.0 'trl==1.16.*'; run make trl-test", _trl_installed),
+        Capability("openenv_installed", "pip install -e '.[openenv]'", _openenv_installed),
+    )
+}
+
+
+@functools.cache
+def has(name: str) -> bool:
+    """Whether the machine has the capability `name`; AGENT_ENV_REQUIRE lists ones that must be there."""
+    return CAPABILITIES[name].check()
+
+
+def skip_reason(name: str) -> str:
+    return f"{SKIP_PREFIX}{name} ({CAPABILITIES[name].how})"
+
+
+def apply(item: pytest.Item) -> None:
+    """Skip `item` when a capability it needs is missing; refuse unknown capability names."""
+    for mark in item.iter_markers("needs"):
+        for name in mark.args:
+            if name not in CAPABILITIES:
+                raise pytest.UsageError(f"{item.nodeid} needs unknown capability '{name}' ({', '.join(CAPABILITIES)})")
+            if not has(name):
+                required = {n for n in os.environ.get("AGENT_ENV_REQUIRE", "").split(",") if n}
+                if name in required:
+                    raise pytest.UsageError(f"capability '{name}' is required here but missing: {CAPABILITIES[name].how}")
+                item.add_marker(pytest.mark.skip(reason=skip_reason(name)))
