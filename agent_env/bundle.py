@@ -117,10 +117,11 @@ class _Loader:
             for where, message in _validation_problems(exc):
                 self.problem(f"bundle.toml: {where}" if where else "bundle.toml", message)
             return None
-        if config.sandbox.provider not in PROVIDERS:
+        provider = config.sandbox.provider
+        if provider not in PROVIDERS:
             self.problem(
                 "bundle.toml: sandbox.provider",
-                f"unknown sandbox provider '{config.sandbox.provider}'{_hint(config.sandbox.provider, PROVIDERS)}",
+                f"unknown sandbox provider '{provider}'{_hint(provider, PROVIDERS)}",
             )
         return config
 
@@ -140,7 +141,8 @@ class _Loader:
             if module is None:
                 continue
             classes = [
-                c for _, c in inspect.getmembers(module, inspect.isclass)
+                c
+                for _, c in inspect.getmembers(module, inspect.isclass)
                 if issubclass(c, Env) and c is not Env and c.__module__ == module.__name__
             ]
             if len(classes) != 1:
@@ -166,7 +168,8 @@ class _Loader:
         if module is None:
             return {}
         return {
-            name: fn for name, fn in inspect.getmembers(module, inspect.isfunction)
+            name: fn
+            for name, fn in inspect.getmembers(module, inspect.isfunction)
             if not name.startswith("_") and fn.__module__ == module.__name__
         }
 
@@ -234,7 +237,9 @@ class _Loader:
         folder = self.root / "tasks"
         files = sorted(f for f in folder.glob("*") if f.suffix in _TASK_SUFFIXES) if folder.is_dir() else []
         if not files:
-            self.problem("tasks/", "no task files; add tasks/train.jsonl with one task (a JSON object) per line")
+            self.problem(
+                "tasks/", "no task files; add tasks/train.jsonl with one task (a JSON object) per line"
+            )
             return {}
         roles = {a.role for a in config.agents.values()} | {
             role for env in envs.values() for t in env.tools for role in (t.roles or ())
@@ -253,17 +258,22 @@ class _Loader:
             if not self._inside(file, where):
                 continue
             tasks: list[Task] = []
+            entries = 0
             for line, raw in self._entries(file, where):
+                entries += 1
                 place = f"{where}:{line}" if line else where
                 task = self._task(place, raw, split, len(tasks), config, envs, agents, functions, roles)
                 if task is None:
                     continue
                 if task.id in seen_ids:
-                    self.problem(place, f"duplicate task id '{task.id}' (first at {seen_ids[task.id]}); ids must be unique")
+                    self.problem(
+                        place,
+                        f"duplicate task id '{task.id}' (first at {seen_ids[task.id]}); ids must be unique",
+                    )
                     continue
                 seen_ids[task.id] = place
                 tasks.append(task)
-            if not tasks and not any(p.where.startswith(where) for p in self.problems):
+            if not entries and not any(p.where.startswith(where) for p in self.problems):
                 self.problem(where, f"split '{split}' has no tasks; add one per line or delete the file")
             splits[split] = tuple(tasks)
         return splits
@@ -308,7 +318,9 @@ class _Loader:
         try:
             entry = TaskEntry.model_validate(raw)
         except ValidationError as exc:
-            label = f" (task '{raw['id']}')" if isinstance(raw, dict) and isinstance(raw.get("id"), str) else ""
+            label = (
+                f" (task '{raw['id']}')" if isinstance(raw, dict) and isinstance(raw.get("id"), str) else ""
+            )
             for where, message in _validation_problems(exc):
                 self.problem(f"{place}{label}", f"{where}: {message}" if where else message)
             return None
@@ -317,11 +329,17 @@ class _Loader:
         agent = agents.get(entry.agent)
         if agent is None:
             if entry.agent not in config.agents:
-                self.problem(place, f"agent '{entry.agent}' is not defined{_hint(entry.agent, config.agents)}")
+                self.problem(
+                    place, f"agent '{entry.agent}' is not defined{_hint(entry.agent, config.agents)}"
+                )
             return None
         for env in entry.seed:
             if env not in agent.envs:
-                self.problem(place, f"seed names env '{env}', which agent '{agent.name}' does not use{_hint(env, agent.envs)}")
+                self.problem(
+                    place,
+                    f"seed names env '{env}', which agent '{agent.name}' does not use"
+                    + _hint(env, agent.envs),
+                )
         self._check_access(place, entry.modify_env_tool_access, agent, envs, roles)
         verifiers = self._verifiers(place, entry, agent, envs, functions)
         files = self._files(place, entry.files)
@@ -358,9 +376,15 @@ class _Loader:
         for n, change in enumerate(changes):
             where = f"{place}: modify_env_tool_access[{n}]"
             if change.role not in roles:
-                self.problem(where, f"role '{change.role}' is not used by any agent or tool{_hint(change.role, roles)}")
+                self.problem(
+                    where, f"role '{change.role}' is not used by any agent or tool{_hint(change.role, roles)}"
+                )
             if change.env is not None and change.env not in agent.envs:
-                self.problem(where, f"env '{change.env}' is not one of agent '{agent.name}''s envs{_hint(change.env, agent.envs)}")
+                self.problem(
+                    where,
+                    f"env '{change.env}' is not one of agent '{agent.name}''s envs"
+                    + _hint(change.env, agent.envs),
+                )
                 continue
             if change.tools == "*":
                 continue
@@ -368,7 +392,9 @@ class _Loader:
             known = {t.name for e in scope for t in envs[e].tools}
             for name in change.tools:
                 if name not in known:
-                    self.problem(where, f"tool '{name}' is not a tool of {', '.join(scope)}{_hint(name, known)}")
+                    self.problem(
+                        where, f"tool '{name}' is not a tool of {', '.join(scope)}{_hint(name, known)}"
+                    )
 
     def _verifiers(
         self,
@@ -383,15 +409,23 @@ class _Loader:
             where = f"{place}: verifiers[{n}]"
             if isinstance(spec, ItemsCheck):
                 if spec.env not in agent.envs:
-                    self.problem(where, f"verifier 'items' names env '{spec.env}'{_hint(spec.env, agent.envs)} "
-                                 f"(agent '{agent.name}' uses: {', '.join(agent.envs) or 'no envs'})")
+                    self.problem(
+                        where,
+                        f"verifier 'items' names env '{spec.env}'{_hint(spec.env, agent.envs)} "
+                        f"(agent '{agent.name}' uses: {', '.join(agent.envs) or 'no envs'})",
+                    )
                 elif not envs[spec.env].has_items:
-                    self.problem(where, f"env '{spec.env}' does not define items(), which the items verifier reads")
+                    self.problem(
+                        where, f"env '{spec.env}' does not define items(), which the items verifier reads"
+                    )
             if isinstance(spec, FunctionCheck):
                 function = functions.get(spec.function)
                 if function is None:
-                    self.problem(where, f"verifier function '{spec.function}' is not defined in verifiers.py"
-                                 f"{_hint(spec.function, functions)}")
+                    self.problem(
+                        where,
+                        f"verifier function '{spec.function}' is not defined in verifiers.py"
+                        f"{_hint(spec.function, functions)}",
+                    )
                 verifiers.append(Verifier(spec, function))
             else:
                 verifiers.append(Verifier(spec))
@@ -403,7 +437,9 @@ class _Loader:
             where = f"{place}: files['{target}']"
             parts = Path(target).parts
             if not target or Path(target).is_absolute() or ".." in parts:
-                self.problem(where, "a sandbox file's path must be relative and stay inside the sandbox (no '..')")
+                self.problem(
+                    where, "a sandbox file's path must be relative and stay inside the sandbox (no '..')"
+                )
                 continue
             if isinstance(content, str):
                 out[target] = content.encode("utf-8")
@@ -420,7 +456,9 @@ class _Loader:
     def _inside(self, path: Path, where: str) -> bool:
         if path.resolve().is_relative_to(self.root):
             return True
-        self.problem(where, f"'{path}' leaves the bundle (through '..' or a symlink); keep every file inside it")
+        self.problem(
+            where, f"'{path}' leaves the bundle (through '..' or a symlink); keep every file inside it"
+        )
         return False
 
 
@@ -430,7 +468,8 @@ def _validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
         raw = error["loc"]
         # A discriminated union adds its tag after the list index; it names no field the user wrote.
         where = ".".join(
-            str(part) for n, part in enumerate(raw)
+            str(part)
+            for n, part in enumerate(raw)
             if not (n > 0 and isinstance(raw[n - 1], int) and part in _VERIFIER_TAGS and n < len(raw) - 1)
         )
         if error["type"] == "extra_forbidden":
@@ -450,4 +489,3 @@ def _hint(name: str, choices: Iterable[str]) -> str:
     if close:
         return f"; did you mean '{close[0]}'?"
     return f" (choices: {', '.join(sorted(choices))})" if choices else ""
-

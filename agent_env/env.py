@@ -45,15 +45,18 @@ class EnvSpec:
         tools: list[Tool] = []
         errors: list[ToolDefinitionError] = []
         for attr, member in inspect.getmembers(env_class):
-            mark = tool_mark(member)
+            # `@tool` above `@staticmethod`/`@classmethod` marks the descriptor, not the function.
+            static = inspect.getattr_static(env_class, attr, None)
+            mark = tool_mark(member) or tool_mark(static)
             if mark is None:
                 continue
-            function = inspect.unwrap(member)
-            is_static = isinstance(inspect.getattr_static(env_class, attr), staticmethod)
+            # The member itself, not what it wraps, so a decorator on a tool runs when it is called;
+            # its signature and docstring still come from the wrapped function.
+            takes_instance = not isinstance(static, staticmethod | classmethod)
             try:
-                tools.append(Tool.from_function(function, roles=mark.roles, method=not is_static))
+                tools.append(Tool.from_function(member, roles=mark.roles, method=takes_instance))
             except ToolDefinitionError as exc:
-                exc.line = _source_line(function)
+                exc.line = _source_line(member)
                 errors.append(exc)
         if errors:
             raise EnvDefinitionError(name, errors)

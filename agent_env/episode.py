@@ -9,6 +9,7 @@ it comes while a deploy or a call is still in flight.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import logging
 from collections.abc import Mapping
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from agent_env._threads import call_maybe_async
-from agent_env.env import Env
+from agent_env.env import Env, EnvSpec
 from agent_env.errors import EpisodeError
 from agent_env.sandbox.base import Sandbox, SandboxProvider
 from agent_env.sandbox.registry import sandbox_provider
@@ -78,6 +79,7 @@ class Episode:
         self._tools: dict[str, tuple[str, Tool]] = {t.name: (e.name, t) for e, t in task.toolset.env_tools}
         self._envs: dict[str, Env] = {}
         self._sandbox: Sandbox | None = None
+        self._env_making: asyncio.Future[None] | None = None
         self._sandbox_creation: asyncio.Future[Sandbox] | None = None
         self._calls = asyncio.Lock()
         self._teardown: asyncio.Task[None] | None = None
@@ -97,11 +99,10 @@ class Episode:
         self.state = EpisodeState.DEPLOYING
         try:
             for env in self.task.toolset.envs:
-                instance = await call_maybe_async(env.cls)
-                assert isinstance(instance, Env)
-                self._envs[env.name] = instance
-                self._check_alive()
-                await call_maybe_async(instance.setup, self.task.seed.get(env.name, {}))
+                # Shielded and tracked, as the sandbox's creation is: a teardown that comes meanwhile
+                # waits for the instance, so it can close it rather than miss it.
+                self._env_making = asyncio.ensure_future(self._make_env(env))
+                await asyncio.shield(self._env_making)
                 self._check_alive()
             if self.task.needs_sandbox:
                 self._sandbox_creation = asyncio.ensure_future(self._provider.create(self.task.files))
@@ -163,6 +164,9 @@ class Episode:
     async def _release(self) -> None:
         closing_from = self.state
         self.state = EpisodeState.TORN_DOWN
+        if self._env_making is not None:
+            with contextlib.suppress(BaseException):
+                await self._env_making
         for name, instance in list(self._envs.items()):
             try:
                 await call_maybe_async(instance.close)
@@ -182,11 +186,20 @@ class Episode:
                 log.exception("sandbox of task '%s' failed to tear down", self.task.id)
         log.debug("episode of task '%s' torn down (was %s)", self.task.id, closing_from.value)
 
+    async def _make_env(self, env: EnvSpec) -> None:
+        instance = await call_maybe_async(env.cls)
+        assert isinstance(instance, Env)
+        self._envs[env.name] = instance
+        self._check_alive()
+        await call_maybe_async(instance.setup, self.task.seed.get(env.name, {}))
+
     async def _bash(self, arguments: Mapping[str, Any]) -> str:
         command = arguments.get("command") if isinstance(arguments, Mapping) else None
         extra = sorted(set(arguments) - {"command"}) if isinstance(arguments, Mapping) else []
         if not isinstance(command, str) or extra:
-            problem = f"unknown argument '{extra[0]}'" if extra else "argument 'command' (a string) is required"
+            problem = (
+                f"unknown argument '{extra[0]}'" if extra else "argument 'command' (a string) is required"
+            )
             raise EpisodeError("INVALID_ARGUMENTS", f"bash: {problem}")
         assert self._sandbox is not None
         settings = self.task.sandbox
@@ -199,12 +212,15 @@ class Episode:
         if self.state is not EpisodeState.TURN_OPEN:
             detail = f": {self.error.message}" if self.error else ""
             raise EpisodeError(
-                "NO_OPEN_TURN", f"no turn is open: the episode of task '{self.task.id}' is {self.state.value}{detail}"
+                "NO_OPEN_TURN",
+                f"no turn is open: the episode of task '{self.task.id}' is {self.state.value}{detail}",
             )
 
     def _check_alive(self) -> None:
         if self.state is EpisodeState.TORN_DOWN:
-            raise EpisodeError("TORN_DOWN", f"the episode of task '{self.task.id}' was torn down during its deploy")
+            raise EpisodeError(
+                "TORN_DOWN", f"the episode of task '{self.task.id}' was torn down during its deploy"
+            )
 
     def _failed(self, error: EpisodeError) -> EpisodeError:
         if self.state is not EpisodeState.TORN_DOWN:

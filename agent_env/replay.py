@@ -85,5 +85,7 @@ def load_solutions(bundle: Bundle, split: str) -> dict[str, Script]:
     file = bundle.path / "solutions" / f"{split}.jsonl"
     if not file.is_file():
         return {}
-    scripts = (Script.model_validate_json(line) for line in file.read_text("utf-8").splitlines() if line.strip())
+    scripts = (
+        Script.model_validate_json(line) for line in file.read_text("utf-8").splitlines() if line.strip()
+    )
     return {script.id: script for script in scripts}

@@ -94,7 +94,7 @@ class Task:
     aggregate: Literal["mean", "all_pass"] = "mean"
     seed: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     files: Mapping[str, bytes] = field(default_factory=dict, repr=False)
-    sandbox: SandboxConfig = SandboxConfig()
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
     @property
     def needs_sandbox(self) -> bool:
@@ -108,7 +108,9 @@ class Task:
     @property
     def prompt(self) -> list[dict[str, str]]:
         """The chat messages that open the task: the system prompt, if any, and the first turn."""
-        messages = [{"role": "system", "content": self.agent.system_prompt}] if self.agent.system_prompt else []
+        messages = (
+            [{"role": "system", "content": self.agent.system_prompt}] if self.agent.system_prompt else []
+        )
         return [*messages, {"role": "user", "content": self.turns[0]}]
 
     @property

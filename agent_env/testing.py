@@ -8,6 +8,7 @@ releases them. Gates are thread-safe: the server runs on its own loop and thread
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,21 +21,26 @@ from agent_env.task import TaskSpec
 from agent_env.tools import Tool
 from agent_env.toolset import BASH_TOOL, DEFAULT_ROLE, AccessChange, ToolsetSpec, toolset_name
 
-_POLL_S = 0.005
-
 
 class Gate:
     """Holds whatever reaches it until `release()`; `reached` tells the test that something waits."""
 
     def __init__(self, *, held: bool = True) -> None:
         self._open = threading.Event()
+        self._lock = threading.Lock()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self.reached = threading.Event()
         self.passed = threading.Event()
         if not held:
             self._open.set()
 
     def release(self) -> None:
-        self._open.set()
+        with self._lock:
+            self._open.set()
+            waiters, self._waiters = self._waiters, []
+        for loop, event in waiters:
+            with contextlib.suppress(RuntimeError):  # that loop has closed: nothing waits there
+                loop.call_soon_threadsafe(event.set)
 
     def hold(self) -> None:
         self._open.clear()
@@ -45,8 +51,13 @@ class Gate:
     async def pass_through(self) -> None:
         """Wait, without blocking the loop and cancellably, until the gate is open."""
         self.reached.set()
-        while not self._open.is_set():
-            await asyncio.sleep(_POLL_S)
+        opened = asyncio.Event()
+        with self._lock:
+            if not self._open.is_set():
+                self._waiters.append((asyncio.get_running_loop(), opened))
+            else:
+                opened.set()
+        await opened.wait()
         self.passed.set()
 
 
@@ -141,7 +152,9 @@ class FakeEpisode:
         if self.task.deploy_gate:
             await self.task.deploy_gate.pass_through()
         if self.task.deploy_error is not None:
-            raise EpisodeError("DEPLOY_FAILED", f"deploy of task '{self.task.id}' failed: {self.task.deploy_error}")
+            raise EpisodeError(
+                "DEPLOY_FAILED", f"deploy of task '{self.task.id}' failed: {self.task.deploy_error}"
+            )
         self.turn = 1
         return self.task.turns[0]
 
@@ -154,7 +167,9 @@ class FakeEpisode:
             return self.task.bash_result(str(arguments.get("command", "")))
         tool = self.task._tools.get(name)
         if tool is None:
-            raise EpisodeError("UNKNOWN_TOOL", f"unknown tool '{name}' (tools: {', '.join(self.task._tools)})")
+            raise EpisodeError(
+                "UNKNOWN_TOOL", f"unknown tool '{name}' (tools: {', '.join(self.task._tools)})"
+            )
         return await tool.call(None, arguments)
 
     async def end_turn(self, reply: str) -> TurnEnd:
@@ -189,6 +204,8 @@ class FakeEpisode:
 def fake_served(splits: Mapping[str, Iterable[FakeTask]]) -> Served:
     """Serve fake tasks as a bundle's are served: split -> tasks, indexed by position."""
     return {
-        split: tuple(ServedTask(task.spec(split, index), task.new_episode) for index, task in enumerate(tasks))
+        split: tuple(
+            ServedTask(task.spec(split, index), task.new_episode) for index, task in enumerate(tasks)
+        )
         for split, tasks in splits.items()
     }

@@ -24,6 +24,7 @@ from agent_env.names import name_problem
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _MARK = "__agent_env_tool__"
+_FIELD_PREFIX = "arg_"
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ class Tool:
     function: Callable[..., Any] = field(repr=False)
     arguments: type[BaseModel] = field(repr=False)
     roles: frozenset[str] | None = None
+    method: bool = False
+    """Whether `function` takes the env instance first (a plain method, not a static one)."""
 
     @classmethod
     def from_function(
@@ -80,7 +83,16 @@ class Tool:
         reasons: list[str] = []
         if problem := name_problem(name):
             reasons.append(problem.replace(f"tool '{name}'", "the name", 1))
-        doc = docstring_parser.parse(inspect.getdoc(function) or "")
+        try:
+            doc = docstring_parser.parse(
+                inspect.getdoc(function) or "", style=docstring_parser.DocstringStyle.GOOGLE
+            )
+        except docstring_parser.ParseError as exc:
+            reasons.append(
+                f"its docstring is not Google style ({exc}); write a summary line, then 'Args:' with "
+                "one 'name: description' line per argument"
+            )
+            doc = docstring_parser.Docstring()
         description = " ".join(p for p in (doc.short_description, doc.long_description) if p).strip()
         if not description:
             reasons.append("has no docstring summary; say what the tool does in its first line")
@@ -95,7 +107,8 @@ class Tool:
         for param in parameters:
             arg = param.name
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                reasons.append(f"*{arg} and **{arg} cannot be described to a model; name every argument")
+                stars = "*" if param.kind is param.VAR_POSITIONAL else "**"
+                reasons.append(f"{stars}{arg} cannot be described to a model; name every argument")
                 continue
             if problem := name_problem(arg, kind="argument"):
                 reasons.append(problem)
@@ -105,27 +118,29 @@ class Tool:
             if not documented.get(arg):
                 reasons.append(f"argument '{arg}' is not documented; add '{arg}: ...' under Args:")
             default = ... if param.default is param.empty else param.default
-            fields[arg] = (hints[arg], pydantic.Field(default, description=documented.get(arg) or None))
+            # The field's own name is prefixed and the argument's name is its alias, so arguments
+            # pydantic reserves for itself (`_x`, `model_config`, `schema`, ...) still work.
+            fields[f"{_FIELD_PREFIX}{arg}"] = (
+                hints[arg],
+                pydantic.Field(default, alias=arg, description=documented.get(arg) or None),
+            )
         for extra in sorted(set(documented) - {p.name for p in parameters}):
             reasons.append(f"documents argument '{extra}', which the signature does not have")
-        if reasons:
-            raise ToolDefinitionError(name, reasons)
 
         try:
-            model = pydantic.create_model(  # type: ignore[call-overload]
+            model = pydantic.create_model(
                 f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
             )
             parameters_schema = _clean_schema(model.model_json_schema())
         except (pydantic.PydanticSchemaGenerationError, pydantic.errors.PydanticInvalidForJsonSchema) as exc:
-            raise ToolDefinitionError(
-                name,
-                [
-                    "an argument's type has no JSON Schema "
-                    f"({str(exc).splitlines()[0]}); use str, int, float, bool, list, dict, Literal, "
-                    "an Enum or a pydantic model"
-                ],
-            ) from exc
-        return cls(name, description, parameters_schema, function, model, roles)
+            reasons.append(
+                "an argument's type has no JSON Schema "
+                f"({str(exc).splitlines()[0]}); use str, int, float, bool, list, dict, Literal, "
+                "an Enum or a pydantic model"
+            )
+        if reasons:
+            raise ToolDefinitionError(name, reasons)
+        return cls(name, description, parameters_schema, function, model, roles, method)
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -146,12 +161,12 @@ class Tool:
             model = self.arguments.model_validate(dict(arguments))
         except ValidationError as exc:
             raise EpisodeError("INVALID_ARGUMENTS", _explain(self.name, exc, self.arguments)) from None
-        return {name: getattr(model, name) for name in type(model).model_fields}
+        return {info.alias or name: getattr(model, name) for name, info in type(model).model_fields.items()}
 
     async def call(self, instance: object | None, arguments: Mapping[str, Any]) -> str:
         """Validate, run (off the event loop when sync) and render the result as the model sees it."""
         kwargs = self.validate(arguments)
-        bound = self.function if instance is None else self.function.__get__(instance)
+        bound = self.function.__get__(instance) if self.method and instance is not None else self.function
         try:
             result = await call_maybe_async(bound, **kwargs)
         except EpisodeError:
@@ -161,7 +176,7 @@ class Tool:
         return render_result(result)
 
 
-def render_result(value: object) -> str:
+def render_result(value: Any) -> str:
     """A tool's return value as text: strings as they are, everything else as JSON."""
     if isinstance(value, str):
         return value
@@ -171,7 +186,7 @@ def render_result(value: object) -> str:
 
 
 def _explain(tool: str, exc: ValidationError, model: type[BaseModel]) -> str:
-    known = ", ".join(model.model_fields) or "none"
+    known = ", ".join(info.alias or name for name, info in model.model_fields.items()) or "none"
     lines = []
     for error in exc.errors(include_url=False):
         where = ".".join(str(part) for part in error["loc"]) or "arguments"

@@ -184,5 +184,6 @@ def _as_score(name: str, value: Any) -> float:
     if isinstance(value, int | float) and 0.0 <= float(value) <= 1.0:
         return float(value)
     raise EpisodeError(
-        "VERIFIER_FAILED", f"verifier function '{name}' returned {value!r}; return a number in [0, 1] or a bool"
+        "VERIFIER_FAILED",
+        f"verifier function '{name}' returned {value!r}; return a number in [0, 1] or a bool",
     )

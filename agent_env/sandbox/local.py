@@ -21,6 +21,7 @@ from agent_env.sandbox.base import CommandResult
 
 _READ_CHUNK = 64 * 1024
 _OUTPUT_GRACE_S = 1.0
+_EXIT_POLL_S = 0.01
 FOLDER_PREFIX = "agent-env-sandbox-"
 
 
@@ -48,10 +49,11 @@ class LocalSandbox:
         )
         self._groups.add(process.pid)
         assert process.stdout is not None
-        reader = asyncio.create_task(_read_capped(process.stdout, max_output_bytes))
+        output = _CappedOutput(max_output_bytes)
+        reader = asyncio.create_task(output.drain(process.stdout))
         timed_out = False
         try:
-            await asyncio.wait_for(process.wait(), timeout_s)
+            await asyncio.wait_for(_exited(process), timeout_s)
         except TimeoutError:
             timed_out = True
         except BaseException:
@@ -60,12 +62,18 @@ class LocalSandbox:
         finally:
             _kill_group(process.pid)
             self._groups.discard(process.pid)
-        await process.wait()
+        await _exited(process)
         try:
-            output, truncated = await asyncio.wait_for(reader, _OUTPUT_GRACE_S)
+            await asyncio.wait_for(asyncio.shield(reader), _OUTPUT_GRACE_S)
         except TimeoutError:
-            output, truncated = "", False
-        return CommandResult(None if timed_out else process.returncode, output, timed_out, truncated)
+            # Something that left the group (setsid) holds the pipe: keep what was read, let go of it.
+            reader.cancel()
+            transport = getattr(process, "_transport", None)
+            if transport is not None:
+                transport.close()
+        return CommandResult(
+            None if timed_out else process.returncode, output.text(), timed_out, output.dropped > 0
+        )
 
     async def teardown(self) -> None:
         self._closed = True
@@ -102,18 +110,39 @@ class LocalSandboxProvider:
         return LocalSandbox(root)
 
 
-async def _read_capped(stream: asyncio.StreamReader, limit: int) -> tuple[str, bool]:
-    """Read to the end, keeping the first `limit` bytes, so a flood never blocks the writer."""
-    kept = bytearray()
-    dropped = 0
-    while chunk := await stream.read(_READ_CHUNK):
-        room = limit - len(kept)
-        kept += chunk[:room]
-        dropped += max(0, len(chunk) - room)
-    text = kept.decode("utf-8", errors="replace")
-    if dropped:
-        text += f"\n[output truncated: {dropped} more bytes]"
-    return text, dropped > 0
+async def _exited(process: asyncio.subprocess.Process) -> None:
+    """Return once the command's own process has exited.
+
+    `Process.wait()` alone also waits for the output pipe to close, which a background process the
+    command started holds open until its group is killed: the command would run to its deadline.
+    """
+    waiting = asyncio.ensure_future(process.wait())
+    try:
+        while process.returncode is None and not waiting.done():
+            await asyncio.wait({waiting}, timeout=_EXIT_POLL_S)
+    finally:
+        waiting.cancel()
+
+
+class _CappedOutput:
+    """A command's output: the first `limit` bytes kept, the rest counted, so a flood never blocks."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept = bytearray()
+        self.dropped = 0
+
+    async def drain(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(_READ_CHUNK):
+            room = max(0, self.limit - len(self.kept))
+            self.kept += chunk[:room]
+            self.dropped += max(0, len(chunk) - room)
+
+    def text(self) -> str:
+        text = self.kept.decode("utf-8", errors="replace")
+        if self.dropped:
+            text += f"\n[output truncated: {self.dropped} more bytes]"
+        return text
 
 
 def _kill_group(group: int) -> None:

@@ -53,11 +53,16 @@ def store_crate(rng: random.Random, n: int) -> Made:
     task = {
         "id": f"store-crate-{n:03d}",
         "agent": "deckhand",
-        "turns": [f"Crate {new['crate']} has come ashore; it holds {new['kind']} goods. Store it in bay {new['bay']}."],
+        "turns": [
+            f"Crate {new['crate']} has come ashore; it holds {new['kind']} goods. "
+            f"Store it in bay {new['bay']}."
+        ],
         "seed": {"dock": {"crates": seed}},
         "verifiers": [_items("dock", [*seed, new])],
     }
-    return task, [{"calls": [_call("add_crate", **new)], "reply": f"Stored {new['crate']} in bay {new['bay']}."}]
+    return task, [
+        {"calls": [_call("add_crate", **new)], "reply": f"Stored {new['crate']} in bay {new['bay']}."}
+    ]
 
 
 def move_crate(rng: random.Random, n: int) -> Made:
@@ -149,8 +154,10 @@ def spread_out(rng: random.Random, n: int) -> Made:
         "seed": {"dock": {"crates": seed}},
         "verifiers": [{"type": "function", "function": "bays_at_most", "args": {"limit": 2}}],
     }
-    calls = [_call("move_crate", crate=seed[0]["crate"], to_bay=free[0]),
-             _call("move_crate", crate=seed[1]["crate"], to_bay=free[1])]
+    calls = [
+        _call("move_crate", crate=seed[0]["crate"], to_bay=free[0]),
+        _call("move_crate", crate=seed[1]["crate"], to_bay=free[1]),
+    ]
     return task, [{"calls": calls, "reply": "Spread out."}]
 
 
@@ -181,7 +188,9 @@ def cook_meal(rng: random.Random, n: int) -> Made:
         "seed": {"pantry": {"stock": stock}},
         "verifiers": [_items("pantry", [{"item": k, "quantity": v} for k, v in after.items() if v > 0])],
     }
-    return task, [{"calls": [_call("use_item", item=f, quantity=q) for f, q in used.items()], "reply": "Cooking."}]
+    return task, [
+        {"calls": [_call("use_item", item=f, quantity=q) for f, q in used.items()], "reply": "Cooking."}
+    ]
 
 
 def unload_to_pantry(rng: random.Random, n: int) -> Made:
@@ -203,7 +212,10 @@ def unload_to_pantry(rng: random.Random, n: int) -> Made:
         ],
         "aggregate": "all_pass",
     }
-    calls = [_call("add_crate", crate=label, bay=6, kind="dry"), _call("add_item", item=food, quantity=amount)]
+    calls = [
+        _call("add_crate", crate=label, bay=6, kind="dry"),
+        _call("add_item", item=food, quantity=amount),
+    ]
     return task, [{"calls": calls, "reply": "Unloaded."}]
 
 
@@ -214,8 +226,10 @@ def manifest_total(rng: random.Random, n: int) -> Made:
     task = {
         "id": f"manifest-total-{n:03d}",
         "agent": "clerk",
-        "turns": ["manifest.csv lists today's crates and their weights. Write their total weight, "
-                  "as a bare number, to total.txt."],
+        "turns": [
+            "manifest.csv lists today's crates and their weights. Write their total weight, "
+            "as a bare number, to total.txt."
+        ],
         "files": {"manifest.csv": manifest},
         "verifiers": [{"type": "bash", "command": f'test "$(tr -d "[:space:]" < total.txt)" = "{total}"'}],
     }
@@ -224,8 +238,17 @@ def manifest_total(rng: random.Random, n: int) -> Made:
 
 
 KINDS_OF_TASK: tuple[Callable[[random.Random, int], Made], ...] = (
-    store_crate, move_crate, store_then_move, count_bay, ship_with_leave, clear_bay,
-    spread_out, restock, cook_meal, unload_to_pantry, manifest_total,
+    store_crate,
+    move_crate,
+    store_then_move,
+    count_bay,
+    ship_with_leave,
+    clear_bay,
+    spread_out,
+    restock,
+    cook_meal,
+    unload_to_pantry,
+    manifest_total,
 )
 
 

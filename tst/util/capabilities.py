@@ -52,8 +52,12 @@ def _openenv_installed() -> bool:
 CAPABILITIES = {
     c.name: c
     for c in (
-        Capability("docker_engine", "start a Docker engine: see ../shared/reference/docker-engine.md", _docker_engine),
-        Capability("trl_installed", "pip install torch==2.13.0 'trl==1.16.*'; run make trl-test", _trl_installed),
+        Capability(
+            "docker_engine", "start a Docker engine: see ../shared/reference/docker-engine.md", _docker_engine
+        ),
+        Capability(
+            "trl_installed", "pip install torch==2.13.0 'trl==1.16.*'; run make trl-test", _trl_installed
+        ),
         Capability("openenv_installed", "pip install -e '.[openenv]'", _openenv_installed),
     )
 }
@@ -74,9 +78,13 @@ def apply(item: pytest.Item) -> None:
     for mark in item.iter_markers("needs"):
         for name in mark.args:
             if name not in CAPABILITIES:
-                raise pytest.UsageError(f"{item.nodeid} needs unknown capability '{name}' ({', '.join(CAPABILITIES)})")
+                raise pytest.UsageError(
+                    f"{item.nodeid} needs unknown capability '{name}' ({', '.join(CAPABILITIES)})"
+                )
             if not has(name):
                 required = {n for n in os.environ.get("AGENT_ENV_REQUIRE", "").split(",") if n}
                 if name in required:
-                    raise pytest.UsageError(f"capability '{name}' is required here but missing: {CAPABILITIES[name].how}")
+                    raise pytest.UsageError(
+                        f"capability '{name}' is required here but missing: {CAPABILITIES[name].how}"
+                    )
                 item.add_marker(pytest.mark.skip(reason=skip_reason(name)))

@@ -1,0 +1,124 @@
+"""The `agent-env` command: check a bundle, list its tasks, play one, replay its reference plays."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from agent_env.bundle import Bundle, load_bundle
+from agent_env.cli.play import play_in_terminal
+from agent_env.cli.table import table
+from agent_env.episode import Episode
+from agent_env.errors import BundleError
+from agent_env.replay import load_solutions, play
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except BundleError as exc:
+        print(f"BundleError: {exc}", file=sys.stderr)
+        return 1
+    except (KeyError, IndexError) as exc:
+        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agent-env", description=__doc__)
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    check = commands.add_parser("check", help="load a bundle and report every problem in it")
+    check.add_argument("bundle")
+    check.set_defaults(run=_check)
+
+    tasks = commands.add_parser("tasks", help="list a bundle's tasks: index, id, toolset, turns")
+    tasks.add_argument("bundle")
+    tasks.add_argument("--split", help="only this split (default: every split)")
+    tasks.set_defaults(run=_tasks)
+
+    play_ = commands.add_parser("play", help="play one task yourself in the terminal")
+    play_.add_argument("bundle")
+    play_.add_argument("--split", default="train")
+    play_.add_argument("--index", type=int, default=0)
+    play_.set_defaults(run=_play)
+
+    replay = commands.add_parser(
+        "replay", help="play every task with the bundle's reference plays (solutions/) and print the scores"
+    )
+    replay.add_argument("bundle")
+    replay.add_argument("--split", help="only this split (default: every split)")
+    replay.set_defaults(run=_replay)
+    return parser
+
+
+def _check(args: argparse.Namespace) -> int:
+    bundle = load_bundle(args.bundle)
+    splits = ", ".join(f"{name} {len(tasks)}" for name, tasks in bundle.splits.items())
+    print(f"{bundle.name}: ok: {len(bundle.envs)} envs, {len(bundle.agents)} agents, tasks: {splits}")
+    return 0
+
+
+def _splits(bundle: Bundle, split: str | None) -> list[str]:
+    if split is None:
+        return list(bundle.splits)
+    bundle.tasks(split)
+    return [split]
+
+
+def _tasks(args: argparse.Namespace) -> int:
+    bundle = load_bundle(args.bundle)
+    rows = [
+        (split, task.index, task.id, task.toolset.name, len(task.turns))
+        for split in _splits(bundle, args.split)
+        for task in bundle.tasks(split)
+    ]
+    print(table(("split", "index", "id", "toolset", "turns"), rows))
+    return 0
+
+
+def _play(args: argparse.Namespace) -> int:
+    task = load_bundle(args.bundle).task(args.split, args.index)
+    score = asyncio.run(play_in_terminal(task, input, sys.stdout))
+    return 0 if score is not None else 1
+
+
+def _replay(args: argparse.Namespace) -> int:
+    bundle = load_bundle(args.bundle)
+    rows = []
+    failures = 0
+
+    async def replay_all() -> None:
+        nonlocal failures
+        for split in _splits(bundle, args.split):
+            solutions = load_solutions(bundle, split)
+            for task in bundle.tasks(split):
+                script = solutions.get(task.id)
+                result = await play(Episode(task), script.turns if script else [])
+                expected = script.expected_score if script else None
+                ok = expected is not None and result.score == expected
+                failures += not ok
+                verdict = "ok" if ok else (result.error or ("no solution" if script is None else "WRONG"))
+                rows.append(
+                    (
+                        split,
+                        task.index,
+                        task.id,
+                        task.toolset.name,
+                        result.tool_calls,
+                        result.score,
+                        expected,
+                        verdict,
+                    )
+                )
+
+    asyncio.run(replay_all())
+    print(table(("split", "index", "id", "toolset", "calls", "score", "expected", "result"), rows))
+    played = len(rows)
+    print(f"\n{played - failures} of {played} tasks scored as their reference play expects")
+    return 1 if failures else 0

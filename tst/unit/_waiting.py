@@ -1,0 +1,46 @@
+"""Bounded waits the unit tests share: for a condition to hold, and for a process to be gone."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+WAIT_S = 5.0
+_POLL_S = 0.01
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie waiting to be reaped does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return state not in ("Z", "X")
+
+
+async def eventually(condition: Callable[[], bool], within: float = WAIT_S) -> bool:
+    """Whether `condition` holds within `within` seconds, checking it without blocking the loop."""
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(_POLL_S)
+    return True
+
+
+async def written(path: Path, within: float = WAIT_S) -> str:
+    """The text of `path` once a command has written a whole line to it; fails past `within` seconds."""
+
+    def whole_line() -> bool:
+        return path.is_file() and _text(path).endswith("\n")
+
+    if not await eventually(whole_line, within):
+        raise AssertionError(f"{path} was not written within {within} s")
+    return _text(path)
+
+
+def _text(path: Path) -> str:
+    return path.read_text()

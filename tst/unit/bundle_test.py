@@ -1,0 +1,374 @@
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agent_env import BundleError, load_bundle
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "harbor"
+
+SHELF = '''
+from agent_env import Env, tool
+
+
+class Shelf(Env):
+    """Books on a shelf."""
+
+    def setup(self, seed):
+        self.books = list(seed.get("books", []))
+
+    def items(self):
+        return list(self.books)
+
+    @tool
+    def put_book(self, title: str) -> str:
+        """Put a book on the shelf.
+
+        Args:
+            title: The book's title.
+        """
+        self.books.append(title)
+        return "ok"
+'''
+
+BOX = '''
+from agent_env import Env, tool
+
+
+class Box(Env):
+    """A box of things, with no items() of its own."""
+
+    @tool
+    def open_box(self) -> str:
+        """Open the box."""
+        return "open"
+'''
+
+TOML = """
+[agents.reader]
+envs = ["shelf"]
+system_prompt = "You keep the shelf."
+"""
+
+
+def a_task(**fields):
+    task = {
+        "id": "t1",
+        "agent": "reader",
+        "turns": ["Shelve Dune."],
+        "verifiers": [{"type": "items", "env": "shelf", "expected": ["Dune"]}],
+    }
+    return {**task, **fields}
+
+
+def make_bundle(root: Path, *, toml=TOML, envs=None, tasks=None, verifiers=None, files=None) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "bundle.toml").write_text(textwrap.dedent(toml))
+    (root / "envs").mkdir(exist_ok=True)
+    for name, source in (envs if envs is not None else {"shelf": SHELF}).items():
+        (root / "envs" / f"{name}.py").write_text(textwrap.dedent(source))
+    (root / "tasks").mkdir(exist_ok=True)
+    for split, content in (tasks if tasks is not None else {"train": [a_task()]}).items():
+        text = content if isinstance(content, str) else "".join(json.dumps(t) + "\n" for t in content)
+        (root / "tasks" / f"{split}.jsonl").write_text(text)
+    if verifiers is not None:
+        (root / "verifiers.py").write_text(textwrap.dedent(verifiers))
+    for name, content in (files or {}).items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(content)
+    return root
+
+
+def problems_of(root: Path) -> list[str]:
+    with pytest.raises(BundleError) as caught:
+        load_bundle(root)
+    return [str(p) for p in caught.value.problems]
+
+
+def test_the_example_bundle_loads_with_its_envs_agents_and_both_splits():
+    bundle = load_bundle(EXAMPLE)
+
+    assert bundle.name == "harbor"
+    assert set(bundle.envs) == {"dock", "pantry"}
+    assert set(bundle.agents) == {"deckhand", "harbormaster", "cook", "quartermaster", "clerk"}
+    assert set(bundle.splits) == {"train", "eval"}
+    assert len(bundle.tasks("train")) >= 30
+    assert [t.index for t in bundle.tasks("train")] == list(range(len(bundle.tasks("train"))))
+
+
+def test_a_task_spec_carries_its_prompt_as_chat_messages_and_its_toolset(tmp_path):
+    bundle = load_bundle(make_bundle(tmp_path / "b", tasks={"train": [a_task(turns=["One.", "Two."])]}))
+
+    spec = bundle.task("train", 0).spec
+
+    assert spec.id == "t1" and spec.split == "train" and spec.index == 0 and spec.turns == 2
+    assert spec.prompt == [
+        {"role": "system", "content": "You keep the shelf."},
+        {"role": "user", "content": "One."},
+    ]
+    assert spec.toolset.model_dump() == {
+        "name": "shelf",
+        "envs": ("shelf",),
+        "role": "default",
+        "access": (),
+        "bash": False,
+    }
+
+
+def test_a_bundle_loads_a_split_kept_as_a_json_list(tmp_path):
+    root = make_bundle(tmp_path / "b", tasks={})
+    (root / "tasks" / "eval.json").write_text(json.dumps([a_task(id="e1"), a_task(id="e2")]))
+
+    assert [t.id for t in load_bundle(root).tasks("eval")] == ["e1", "e2"]
+
+
+def test_an_unknown_split_or_an_index_out_of_range_is_an_error_naming_what_exists():
+    bundle = load_bundle(EXAMPLE)
+
+    with pytest.raises(KeyError, match=r"unknown split 'dev'.*splits: .*train"):
+        bundle.tasks("dev")
+    with pytest.raises(IndexError, match="index 999 is out of range"):
+        bundle.task("train", 999)
+
+
+def test_a_folder_without_bundle_toml_is_refused_with_what_a_bundle_is(tmp_path):
+    (problem,) = problems_of(tmp_path)
+
+    assert "has no bundle.toml" in problem and "envs/" in problem and "tasks/" in problem
+
+
+def test_malformed_toml_is_reported_with_its_line(tmp_path):
+    (problem, *_) = problems_of(make_bundle(tmp_path / "b", toml="[agents.reader\nenvs = 1\n"))
+
+    assert problem.startswith("bundle.toml: malformed TOML") and "line 1" in problem
+
+
+def test_an_unknown_field_in_bundle_toml_is_named_so_a_typo_is_not_a_silent_default(tmp_path):
+    toml = TOML + 'sytem_prompt = "x"\n'
+
+    problems = problems_of(make_bundle(tmp_path / "b", toml=toml))
+
+    assert problems == [
+        "bundle.toml: agents.reader.sytem_prompt: unknown field; remove it or check its spelling"
+    ]
+
+
+def test_an_agent_naming_an_unknown_env_gets_a_suggestion(tmp_path):
+    problems = problems_of(make_bundle(tmp_path / "b", toml=TOML.replace('["shelf"]', '["shelff"]')))
+
+    assert any("agents.reader" in p and "env 'shelff'" in p and "did you mean 'shelf'" in p for p in problems)
+
+
+def test_a_task_naming_an_unknown_agent_is_reported_with_its_file_and_line(tmp_path):
+    tasks = {"train": [a_task(), a_task(id="t2", agent="reeder")]}
+
+    problems = problems_of(make_bundle(tmp_path / "b", tasks=tasks))
+
+    assert problems == [
+        "tasks/train.jsonl:2 (task 't2'): agent 'reeder' is not defined; did you mean 'reader'?"
+    ]
+
+
+def test_a_duplicate_task_id_is_reported_with_where_it_first_appeared(tmp_path):
+    problems = problems_of(make_bundle(tmp_path / "b", tasks={"train": [a_task()], "eval": [a_task()]}))
+
+    assert len(problems) == 1
+    assert "duplicate task id 't1'" in problems[0] and "tasks/eval.jsonl:1" in problems[0]
+
+
+def test_an_empty_split_is_reported(tmp_path):
+    problems = problems_of(make_bundle(tmp_path / "b", tasks={"train": [a_task()], "eval": "\n"}))
+
+    assert problems == ["tasks/eval.jsonl: split 'eval' has no tasks; add one per line or delete the file"]
+
+
+def test_a_bundle_without_tasks_is_told_how_to_add_them(tmp_path):
+    problems = problems_of(make_bundle(tmp_path / "b", tasks={}))
+
+    assert problems == ["tasks/: no task files; add tasks/train.jsonl with one task (a JSON object) per line"]
+
+
+def test_malformed_json_is_reported_with_its_line_and_the_other_lines_still_load_and_are_checked(tmp_path):
+    text = json.dumps(a_task()) + "\n{not json\n" + json.dumps(a_task(id="t3", agent="nobody")) + "\n"
+
+    problems = problems_of(make_bundle(tmp_path / "b", tasks={"train": text}))
+
+    assert problems[0].startswith("tasks/train.jsonl:2: malformed JSON")
+    assert problems[1].startswith("tasks/train.jsonl:3 (task 't3'): agent 'nobody'")
+
+
+def test_a_task_field_of_the_wrong_shape_is_named_by_its_path(tmp_path):
+    tasks = {"train": [a_task(turns=[]), a_task(id="t2", verifiers=[{"type": "items", "env": "shelf"}])]}
+
+    problems = problems_of(make_bundle(tmp_path / "b", tasks=tasks))
+
+    assert any(p.startswith("tasks/train.jsonl:1 (task 't1'): turns:") for p in problems)
+    assert "tasks/train.jsonl:2 (task 't2'): verifiers.0.expected: required field is missing" in problems
+
+
+def test_an_unknown_verifier_type_names_the_types_there_are(tmp_path):
+    tasks = {"train": [a_task(verifiers=[{"type": "vibes"}])]}
+
+    (problem,) = problems_of(make_bundle(tmp_path / "b", tasks=tasks))
+
+    assert "verifiers.0" in problem and "'items', 'bash', 'reply', 'function'" in problem
+
+
+def test_a_verifier_naming_an_unknown_env_gets_a_suggestion(tmp_path):
+    tasks = {"train": [a_task(verifiers=[{"type": "items", "env": "shelv", "expected": []}])]}
+
+    (problem,) = problems_of(make_bundle(tmp_path / "b", tasks=tasks))
+
+    assert "verifiers[0]: verifier 'items' names env 'shelv'; did you mean 'shelf'?" in problem
+
+
+def test_an_items_verifier_on_an_env_without_items_is_refused(tmp_path):
+    toml = TOML.replace('["shelf"]', '["shelf", "box"]')
+    tasks = {"train": [a_task(verifiers=[{"type": "items", "env": "box", "expected": []}])]}
+
+    (problem,) = problems_of(
+        make_bundle(tmp_path / "b", toml=toml, envs={"shelf": SHELF, "box": BOX}, tasks=tasks)
+    )
+
+    assert "env 'box' does not define items()" in problem
+
+
+def test_a_function_verifier_must_name_a_function_of_verifiers_py(tmp_path):
+    tasks = {"train": [a_task(verifiers=[{"type": "function", "function": "has_dun"}])]}
+    verifiers = "def has_dune(context):\n    return 'Dune' in context.envs['shelf'].items()\n"
+
+    (problem,) = problems_of(make_bundle(tmp_path / "b", tasks=tasks, verifiers=verifiers))
+
+    assert "verifier function 'has_dun' is not defined in verifiers.py; did you mean 'has_dune'?" in problem
+
+
+def test_seed_data_for_an_env_the_agent_does_not_use_is_refused(tmp_path):
+    tasks = {"train": [a_task(seed={"pantry": {}})]}
+
+    (problem,) = problems_of(make_bundle(tmp_path / "b", tasks=tasks))
+
+    assert "seed names env 'pantry', which agent 'reader' does not use" in problem
+
+
+def test_access_changes_naming_an_unknown_tool_or_role_are_refused(tmp_path):
+    change = {"action": "disable", "role": "librarian", "tools": ["put_bok"]}
+    tasks = {"train": [a_task(modify_env_tool_access=[change])]}
+
+    problems = problems_of(make_bundle(tmp_path / "b", tasks=tasks))
+
+    assert any("role 'librarian' is not used by any agent or tool" in p for p in problems)
+    assert any("tool 'put_bok' is not a tool of shelf; did you mean 'put_book'?" in p for p in problems)
+
+
+def test_tools_whose_schema_cannot_be_built_are_refused_with_their_file_line_and_the_fix(tmp_path):
+    env = (
+        SHELF
+        + '''
+    @tool
+    def reset(self, n) -> str:
+        """Start over."""
+        return "ok"
+'''
+    )
+    problems = problems_of(make_bundle(tmp_path / "b", envs={"shelf": env}))
+
+    assert any(p.startswith("envs/shelf.py:") and "tool 'reset': the name is reserved" in p for p in problems)
+    assert any("tool 'reset': argument 'n' has no type hint; annotate it" in p for p in problems)
+
+
+def test_a_tool_named_as_a_python_keyword_is_refused_at_load(tmp_path):
+    env = (
+        SHELF
+        + '''
+def _class(self) -> str:
+    """Tell the shelf's class."""
+    return "fiction"
+
+
+_class.__name__ = "class"
+setattr(Shelf, "class", tool(_class))
+'''
+    )
+    problems = problems_of(make_bundle(tmp_path / "b", envs={"shelf": env}))
+
+    assert any(
+        "envs/shelf.py" in p and "tool 'class': the name is a Python keyword; rename it" in p
+        for p in problems
+    )
+
+
+def test_an_env_module_that_fails_to_import_is_reported_with_its_line(tmp_path):
+    env = "from agent_env import Env\n\nraise RuntimeError('no shelf today')\n"
+
+    problems = problems_of(make_bundle(tmp_path / "b", envs={"shelf": env}))
+
+    assert problems == ["envs/shelf.py:3: failed to import: RuntimeError: no shelf today"]
+
+
+def test_an_env_module_must_define_exactly_one_env(tmp_path):
+    two = SHELF + "\n\nclass Shelf2(Shelf):\n    pass\n"
+
+    problems = problems_of(make_bundle(tmp_path / "b", envs={"shelf": two}))
+
+    assert problems == [
+        "envs/shelf.py: defines 2 Env subclasses (Shelf, Shelf2); define exactly one per module"
+    ]
+
+
+def test_two_envs_of_one_agent_may_not_define_the_same_tool(tmp_path):
+    toml = TOML.replace('["shelf"]', '["shelf", "shelf2"]')
+
+    problems = problems_of(make_bundle(tmp_path / "b", toml=toml, envs={"shelf": SHELF, "shelf2": SHELF}))
+
+    assert any("envs 'shelf' and 'shelf2' both define tool 'put_book'" in p for p in problems)
+
+
+def test_sandbox_files_must_stay_inside_the_sandbox_and_sources_inside_the_bundle(tmp_path):
+    (tmp_path / "secret.txt").write_text("outside")
+    files = {"../x": "a", "/etc/x": "b", "ok.txt": {"source": "../secret.txt"}}
+    tasks = {"train": [a_task(files=files)]}
+
+    problems = problems_of(make_bundle(tmp_path / "b", tasks=tasks))
+
+    assert sum("must be relative and stay inside the sandbox" in p for p in problems) == 2
+    assert any("files['ok.txt']" in p and "leaves the bundle" in p for p in problems)
+
+
+def test_a_symlink_out_of_the_bundle_is_refused_and_not_read(tmp_path):
+    outside = tmp_path / "outside.py"
+    outside.write_text("raise SystemExit('read from outside')\n")
+    root = make_bundle(tmp_path / "b")
+    (root / "envs" / "evil.py").symlink_to(outside)
+
+    problems = problems_of(root)
+
+    assert problems == [
+        f"envs/evil.py: '{root / 'envs' / 'evil.py'}' leaves the bundle (through '..' or a symlink); "
+        "keep every file inside it"
+    ]
+
+
+def test_a_sandbox_file_may_be_copied_from_the_bundle(tmp_path):
+    root = make_bundle(
+        tmp_path / "b",
+        tasks={"train": [a_task(files={"data/in.csv": {"source": "files/in.csv"}})]},
+        files={"files/in.csv": "a,b\n"},
+    )
+
+    assert load_bundle(root).task("train", 0).files == {"data/in.csv": b"a,b\n"}
+
+
+def test_every_problem_of_a_bundle_is_reported_at_once(tmp_path):
+    toml = TOML + '\n[agents.scribe]\nenvs = ["pantri"]\n'
+    tasks = {"train": [a_task(agent="deckhand2"), a_task(id="t2", seed={"nope": {}}), "{bad"]}
+    tasks["train"] = "".join(
+        json.dumps(t) + "\n" if isinstance(t, dict) else t + "\n" for t in tasks["train"]
+    )
+
+    with pytest.raises(BundleError) as caught:
+        load_bundle(make_bundle(tmp_path / "b", toml=toml, tasks=tasks))
+
+    assert len(caught.value.problems) == 4
+    assert str(caught.value).startswith(f"4 problems in {tmp_path / 'b'}\n  ")
+    assert caught.value.code == "BUNDLE_INVALID"

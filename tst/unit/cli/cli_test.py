@@ -1,0 +1,99 @@
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "harbor"
+
+
+def agent_env(*args, stdin=""):
+    return subprocess.run(
+        [sys.executable, "-m", "agent_env.cli", *map(str, args)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_check_says_ok_with_the_bundles_contents_for_a_good_bundle():
+    done = agent_env("check", EXAMPLE)
+
+    assert done.returncode == 0
+    assert done.stdout.strip() == "harbor: ok: 2 envs, 5 agents, tasks: eval 11, train 33"
+
+
+def test_check_lists_every_problem_and_exits_1_for_a_broken_bundle(tmp_path):
+    (tmp_path / "bundle.toml").write_text('[agents.a]\nenvs = ["nope"]\n')
+
+    done = agent_env("check", tmp_path)
+
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"BundleError: 3 problems in {tmp_path}")
+    assert (
+        "envs/: missing" in done.stderr
+        and "env 'nope'" in done.stderr
+        and "tasks/: no task files" in done.stderr
+    )
+
+
+def test_tasks_prints_a_table_of_index_id_toolset_and_turns():
+    done = agent_env("tasks", EXAMPLE, "--split", "eval")
+
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["split", "index", "id", "toolset", "turns"]
+    assert lines[2].split() == ["eval", "0", "store-crate-100", "dock", "1"]
+    assert ["eval", "2", "store-then-move-100", "dock", "2"] in [line.split() for line in lines]
+    assert len(lines) == 2 + 11
+
+
+def test_tasks_names_the_splits_there_are_when_asked_for_an_unknown_one():
+    done = agent_env("tasks", EXAMPLE, "--split", "dev")
+
+    assert done.returncode == 2 and "unknown split 'dev' (splits: eval, train)" in done.stderr
+
+
+def test_a_person_plays_a_two_turn_task_in_the_terminal_and_sees_each_prompt_and_the_score():
+    moves = "\n".join(
+        [
+            'add_crate {"crate": "C16", "bay": 2}',
+            "/end Stored.",
+            'move_crate {"crate": "C16", "to_bay": 6}',
+            "/end Moved.",
+        ]
+    )
+
+    done = agent_env("play", EXAMPLE, "--split", "train", "--index", 2, stdin=moves + "\n")
+
+    out = done.stdout
+    assert done.returncode == 0, done.stderr
+    assert "turn 1, user: A dry crate labelled C16 is on the quay. Store it in bay 2." in out
+    assert 'add_crate(crate: string, bay: integer, kind?: "dry"|"cold"|"fragile")' in out
+    assert "crate C16 (dry) stored in bay 2" in out
+    assert "turn 2, user: Change of plan: move the crate you just stored to bay 6." in out
+    assert out.rstrip().endswith("score: 1.00")
+
+
+def test_a_bad_call_in_the_terminal_shows_the_error_and_the_play_goes_on():
+    done = agent_env(
+        "play", EXAMPLE, "--index", 1, stdin='move_crate {"crate": 7}\nlist_crates nonsense\n/end\n'
+    )
+
+    assert "error: move_crate: argument 'crate': Input should be a valid string (got 7)" in done.stdout
+    assert "error: the arguments are not JSON" in done.stdout
+    assert "score: 0.00" in done.stdout and done.returncode == 0
+
+
+def test_a_play_left_at_end_of_input_is_torn_down_unscored_and_exits_1():
+    done = agent_env("play", EXAMPLE, "--index", 10, stdin='bash {"command": "pwd"}\n')
+
+    sandbox = next(line for line in done.stdout.splitlines() if "agent-env-sandbox-" in line).split("> ")[-1]
+    assert "abandoned" in done.stdout and done.returncode == 1
+    assert not Path(sandbox).exists()
+
+
+def test_replay_plays_every_example_task_and_every_reference_play_scores_as_expected():
+    done = agent_env("replay", EXAMPLE)
+
+    assert done.returncode == 0, done.stdout
+    assert done.stdout.rstrip().endswith("44 of 44 tasks scored as their reference play expects")

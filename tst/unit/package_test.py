@@ -1,0 +1,51 @@
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import agent_env
+
+PACKAGE = Path(agent_env.__file__).parent
+HEAVY = ("openenv", "torch", "trl", "datasets", "transformers", "gradio")
+
+
+def test_importing_agent_env_pulls_in_neither_openenv_nor_torch_nor_any_trainer():
+    code = f"import sys, agent_env; print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))"
+
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_core_never_imports_openenv_or_a_trainer_anywhere_in_its_code():
+    core = [
+        p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] not in ("openenv", "training")
+    ]
+    imported = set()
+    for path in core:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {(path.name, a.name.split(".")[0]) for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                imported.add((path.name, node.module.split(".")[0]))
+
+    assert [pair for pair in imported if pair[1] in HEAVY] == []
+
+
+def test_every_public_name_is_exported_from_the_package():
+    missing = [name for name in agent_env.__all__ if not hasattr(agent_env, name)]
+
+    assert missing == []
+    assert {"load_bundle", "Env", "tool", "Episode", "BundleError", "EpisodeError", "Toolset"} <= set(
+        agent_env.__all__
+    )
+
+
+def test_the_agent_env_console_script_is_installed_and_answers():
+    script = Path(sys.executable).parent / "agent-env"
+
+    done = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60, check=True)
+
+    assert "check" in done.stdout and "play" in done.stdout and "replay" in done.stdout

@@ -1,0 +1,113 @@
+"""Scripted plays: `play` drives an episode turn by turn and always tears it down."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+import agent_env
+from agent_env import PlayResult, Script, ScriptedCall, ScriptedTurn, load_solutions, play
+from agent_env.testing import FakeEpisode, FakeTask
+
+HARBOR = Path(__file__).resolve().parents[2] / "examples" / "harbor"
+
+
+def weigh(crate: str) -> str:
+    """Weigh a crate on the dock's scales.
+
+    Args:
+        crate: The crate's label.
+    """
+    return f"{crate}: 40 kg"
+
+
+def weighed(episode: FakeEpisode) -> float:
+    return 1.0 if ("weigh", {"crate": "C12"}) in episode.calls else 0.0
+
+
+def call(tool: str, **arguments: object) -> ScriptedCall:
+    return ScriptedCall(tool=tool, arguments=arguments)
+
+
+def test_play_ends_the_turns_a_script_leaves_open_with_empty_replies_and_tears_down():
+    episode = FakeTask(
+        "weigh", tools=[weigh], turns=("Weigh C12.", "Log it.", "Sign off."), score=weighed
+    ).new_episode()
+
+    result = asyncio.run(play(episode, [ScriptedTurn(calls=[call("weigh", crate="C12")], reply="40 kg.")]))
+
+    assert result == PlayResult(
+        score=1.0,
+        tool_calls=1,
+        transcript=[
+            "user: Weigh C12.",
+            'weigh({"crate": "C12"}) -> C12: 40 kg',
+            "assistant: 40 kg.",
+            "user: Log it.",
+            "assistant: ",
+            "user: Sign off.",
+            "assistant: ",
+        ],
+    )
+    assert episode.replies == ["40 kg.", "", ""]
+    assert episode.torn_down.is_set()
+
+
+def test_play_records_tool_errors_in_the_transcript_and_keeps_going():
+    episode = FakeTask("weigh", tools=[weigh], turns=("Weigh C12.",), score=weighed).new_episode()
+    calls = [call("paint", colour="red"), call("weigh", crate=12), call("weigh", crate="C12")]
+
+    result = asyncio.run(play(episode, [ScriptedTurn(calls=calls, reply="Done.")]))
+
+    assert result.transcript[1:4] == [
+        'paint({"colour": "red"}) -> error: unknown tool \'paint\' (tools: weigh) (code: UNKNOWN_TOOL)',
+        "weigh({\"crate\": 12}) -> error: weigh: argument 'crate': Input should be a valid string (got 12) "
+        "(code: INVALID_ARGUMENTS)",
+        'weigh({"crate": "C12"}) -> C12: 40 kg',
+    ]
+    assert (result.score, result.error, result.tool_calls) == (1.0, None, 3)
+
+
+def test_play_returns_the_error_when_deploy_fails_and_still_tears_down():
+    episode = FakeTask("stuck", deploy_error=RuntimeError("no berth free")).new_episode()
+
+    result = asyncio.run(play(episode, [ScriptedTurn(reply="Done.")]))
+
+    assert result == PlayResult(error="deploy of task 'stuck' failed: no berth free (code: DEPLOY_FAILED)")
+    assert episode.torn_down.is_set()
+
+
+def test_play_tears_down_even_when_a_step_raises_something_other_than_an_episode_error():
+    def broken_scales(episode: FakeEpisode) -> float:
+        raise RuntimeError("the scales are broken")
+
+    episode = FakeTask("weigh", tools=[weigh], score=broken_scales).new_episode()
+
+    with pytest.raises(RuntimeError, match="the scales are broken"):
+        asyncio.run(play(episode, []))
+
+    assert episode.torn_down.is_set()
+
+
+def test_load_solutions_gives_the_example_s_reference_plays_by_task_id():
+    bundle = agent_env.load_bundle(HARBOR)
+
+    solutions = load_solutions(bundle, "train")
+
+    assert list(solutions) == [task.id for task in bundle.tasks("train")]
+    assert solutions["store-then-move-000"] == Script(
+        id="store-then-move-000",
+        turns=[
+            ScriptedTurn(calls=[call("add_crate", crate="C16", bay=2, kind="dry")], reply="Stored."),
+            ScriptedTurn(calls=[call("move_crate", crate="C16", to_bay=6)], reply="Moved."),
+        ],
+        expected_score=1.0,
+    )
+
+
+def test_load_solutions_is_empty_for_a_split_without_a_solutions_file():
+    bundle = agent_env.load_bundle(HARBOR)
+
+    assert load_solutions(bundle, "holdout") == {}

@@ -1,0 +1,166 @@
+"""The local sandbox: a folder per episode, and bash commands run in it under a deadline and an output cap."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from agent_env import CommandResult
+from agent_env.sandbox import LocalSandbox, LocalSandboxProvider
+from tst.unit._waiting import alive, eventually, written
+
+DEADLINE_S = 2.0
+CAP = 1024
+T = TypeVar("T")
+
+
+def in_sandbox(
+    tmp_path: Path, act: Callable[[LocalSandbox], Awaitable[T]], files: dict[str, bytes] | None = None
+) -> T:
+    """Make a sandbox under `tmp_path`, run `act` on it, and always tear it down."""
+
+    async def main() -> T:
+        sandbox = await LocalSandboxProvider(tmp_path).create(files or {})
+        try:
+            return await act(sandbox)
+        finally:
+            await sandbox.teardown()
+
+    return asyncio.run(main())
+
+
+async def run(
+    sandbox: LocalSandbox, command: str, *, timeout_s: float = DEADLINE_S, cap: int = CAP
+) -> CommandResult:
+    return await sandbox.run(command, timeout_s=timeout_s, max_output_bytes=cap)
+
+
+def test_the_task_files_are_seeded_into_the_sandbox_folder_nested_paths_too(tmp_path: Path):
+    files = {"manifest.csv": b"crate,weight\nC12,40\n", "papers/day1/log.txt": b"calm seas\n"}
+
+    async def read(sandbox: LocalSandbox) -> CommandResult:
+        return await run(sandbox, "cat manifest.csv papers/day1/log.txt")
+
+    result = in_sandbox(tmp_path, read, files)
+
+    assert result == CommandResult(0, "crate,weight\nC12,40\ncalm seas\n")
+
+
+@pytest.mark.parametrize("path", ["../escape.txt", "papers/../../escape.txt", "{tmp}/escape.txt"])
+def test_a_file_path_that_leaves_the_folder_is_refused_and_leaves_no_folder_behind(tmp_path: Path, path: str):
+    parent = tmp_path / "sandboxes"
+    parent.mkdir()
+    files = {"ok.txt": b"fine", path.format(tmp=tmp_path): b"out"}
+
+    with pytest.raises(ValueError, match="leaves the sandbox folder"):
+        asyncio.run(LocalSandboxProvider(parent).create(files))
+
+    assert list(parent.iterdir()) == []
+    assert not (tmp_path / "escape.txt").exists()
+
+
+def test_a_command_answers_with_its_output_and_exit_code(tmp_path: Path):
+    async def act(sandbox: LocalSandbox) -> CommandResult:
+        return await run(sandbox, "echo 'bay 3 is full'; exit 3")
+
+    result = in_sandbox(tmp_path, act)
+
+    assert result == CommandResult(3, "bay 3 is full\n")
+    assert result.render(DEADLINE_S) == "bay 3 is full\n\n[exit code: 3]"
+
+
+def test_a_command_runs_in_the_sandbox_folder(tmp_path: Path):
+    async def act(sandbox: LocalSandbox) -> tuple[CommandResult, Path]:
+        return await run(sandbox, "pwd"), sandbox.root
+
+    result, root = in_sandbox(tmp_path, act)
+
+    assert result.output == f"{root}\n"
+
+
+def test_a_command_s_stderr_is_merged_into_its_output(tmp_path: Path):
+    async def act(sandbox: LocalSandbox) -> CommandResult:
+        return await run(sandbox, "echo out; echo err >&2; echo out again")
+
+    result = in_sandbox(tmp_path, act)
+
+    assert result.output == "out\nerr\nout again\n"
+
+
+def test_a_command_past_its_deadline_is_killed_with_its_process_group_and_reported(tmp_path: Path):
+    async def act(sandbox: LocalSandbox) -> tuple[CommandResult, bool]:
+        result = await run(sandbox, "sleep 30 & echo $! > helper.pid; sleep 30", timeout_s=0.5)
+        helper = int((sandbox.root / "helper.pid").read_text())
+        return result, await eventually(lambda: not alive(helper))
+
+    result, helper_gone = in_sandbox(tmp_path, act)
+
+    assert result == CommandResult(exit_code=None, output="", timed_out=True)
+    assert not result.ok
+    assert result.render(0.5) == "[killed: the command ran past its 0.5 s deadline]"
+    assert helper_gone
+
+
+def test_a_background_process_a_command_leaves_behind_is_killed_when_the_command_returns(tmp_path: Path):
+    async def act(sandbox: LocalSandbox) -> tuple[CommandResult, bool]:
+        result = await run(sandbox, "sleep 30 & echo $! > left.pid; echo started")
+        left = int((sandbox.root / "left.pid").read_text())
+        return result, await eventually(lambda: not alive(left))
+
+    result, left_gone = in_sandbox(tmp_path, act)
+
+    assert result == CommandResult(0, "started\n")
+    assert left_gone
+
+
+def test_output_over_the_cap_is_truncated_with_a_marker_of_the_bytes_dropped_and_the_command_finishes(
+    tmp_path: Path,
+):
+    async def act(sandbox: LocalSandbox) -> CommandResult:
+        return await run(sandbox, r"head -c 5000000 /dev/zero | tr '\0' x", cap=1000)
+
+    result = in_sandbox(tmp_path, act)
+
+    assert result.exit_code == 0
+    assert result.truncated
+    assert result.output == "x" * 1000 + "\n[output truncated: 4999000 more bytes]"
+
+
+def test_teardown_removes_the_folder_and_kills_the_process_groups_still_running(tmp_path: Path):
+    async def act(sandbox: LocalSandbox) -> tuple[CommandResult, bool, bool]:
+        running = asyncio.create_task(run(sandbox, "sleep 30 & echo $! > helper.pid; wait"))
+        helper = int(await written(sandbox.root / "helper.pid"))
+        await sandbox.teardown()
+        result = await asyncio.wait_for(running, DEADLINE_S)
+        return result, sandbox.root.exists(), await eventually(lambda: not alive(helper))
+
+    result, folder_left, helper_gone = in_sandbox(tmp_path, act)
+
+    assert not folder_left
+    assert helper_gone
+    assert not result.ok
+
+
+def test_teardown_is_safe_to_call_twice_and_never_raises_even_when_the_folder_is_already_gone(tmp_path: Path):
+    async def act(sandbox: LocalSandbox) -> None:
+        shutil.rmtree(sandbox.root)
+        await sandbox.teardown()
+        await sandbox.teardown()
+
+    in_sandbox(tmp_path, act)
+
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_run_after_teardown_raises(tmp_path: Path):
+    async def act(sandbox: LocalSandbox) -> CommandResult:
+        await sandbox.teardown()
+        return await run(sandbox, "echo too late")
+
+    with pytest.raises(RuntimeError, match="torn down"):
+        in_sandbox(tmp_path, act)
