@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_env._threads import call_maybe_async
 from agent_env.errors import EpisodeError
-from agent_env.sandbox.base import DEFAULT_MAX_OUTPUT_BYTES, CommandResult, Sandbox
+from agent_env.sandbox.base import CommandResult, Sandbox
 
 if TYPE_CHECKING:
     from agent_env.env import Env
@@ -103,7 +103,8 @@ class VerifierContext:
         """Run a command in the agent's sandbox, as the `bash` verifier does."""
         if self.sandbox is None:
             raise EpisodeError("VERIFIER_FAILED", f"task '{self.task.id}' has no sandbox to run bash in")
-        return await self.sandbox.run(command, timeout_s=timeout_s, max_output_bytes=DEFAULT_MAX_OUTPUT_BYTES)
+        limit = self.task.sandbox.max_output_bytes
+        return await self.sandbox.run(command, timeout_s=timeout_s, max_output_bytes=limit)
 
 
 @dataclass(frozen=True)
