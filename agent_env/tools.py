@@ -83,47 +83,13 @@ class Tool:
         reasons: list[str] = []
         if problem := name_problem(name):
             reasons.append(problem.replace(f"tool '{name}'", "the name", 1))
-        try:
-            doc = docstring_parser.parse(
-                inspect.getdoc(function) or "", style=docstring_parser.DocstringStyle.GOOGLE
-            )
-        except docstring_parser.ParseError as exc:
-            reasons.append(
-                f"its docstring is not Google style ({exc}); write a summary line, then 'Args:' with "
-                "one 'name: description' line per argument"
-            )
-            doc = docstring_parser.Docstring()
-        description = " ".join(p for p in (doc.short_description, doc.long_description) if p).strip()
-        if not description:
-            reasons.append("has no docstring summary; say what the tool does in its first line")
-        documented = {p.arg_name: (p.description or "").strip() for p in doc.params}
-
+        description, documented = _read_docstring(function, reasons)
         try:
             hints = typing.get_type_hints(function, include_extras=True)
         except Exception as exc:
             raise ToolDefinitionError(name, [*reasons, f"its type hints cannot be resolved ({exc})"]) from exc
         parameters = list(inspect.signature(function).parameters.values())[1 if method else 0 :]
-        fields: dict[str, Any] = {}
-        for param in parameters:
-            arg = param.name
-            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                stars = "*" if param.kind is param.VAR_POSITIONAL else "**"
-                reasons.append(f"{stars}{arg} cannot be described to a model; name every argument")
-                continue
-            if problem := name_problem(arg, kind="argument"):
-                reasons.append(problem)
-            if arg not in hints:
-                reasons.append(f"argument '{arg}' has no type hint; annotate it")
-                continue
-            if not documented.get(arg):
-                reasons.append(f"argument '{arg}' is not documented; add '{arg}: ...' under Args:")
-            default = ... if param.default is param.empty else param.default
-            # The field's own name is prefixed and the argument's name is its alias, so arguments
-            # pydantic reserves for itself (`_x`, `model_config`, `schema`, ...) still work.
-            fields[f"{_FIELD_PREFIX}{arg}"] = (
-                hints[arg],
-                pydantic.Field(default, alias=arg, description=documented.get(arg) or None),
-            )
+        fields = _argument_fields(parameters, hints, documented, reasons)
         for extra in sorted(set(documented) - {p.name for p in parameters}):
             reasons.append(f"documents argument '{extra}', which the signature does not have")
 
@@ -174,6 +140,52 @@ class Tool:
         except Exception as exc:
             raise EpisodeError("TOOL_ERROR", f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
         return render_result(result)
+
+
+def _read_docstring(function: Callable[..., Any], reasons: list[str]) -> tuple[str, dict[str, str]]:
+    """The tool's description and each argument's, from a Google-style docstring."""
+    try:
+        doc = docstring_parser.parse(
+            inspect.getdoc(function) or "", style=docstring_parser.DocstringStyle.GOOGLE
+        )
+    except docstring_parser.ParseError as exc:
+        reasons.append(
+            f"its docstring is not Google style ({exc}); write a summary line, then 'Args:' with "
+            "one 'name: description' line per argument"
+        )
+        doc = docstring_parser.Docstring()
+    description = " ".join(p for p in (doc.short_description, doc.long_description) if p).strip()
+    if not description:
+        reasons.append("has no docstring summary; say what the tool does in its first line")
+    return description, {p.arg_name: (p.description or "").strip() for p in doc.params}
+
+
+def _argument_fields(
+    parameters: list[inspect.Parameter], hints: dict[str, Any], documented: dict[str, str], reasons: list[str]
+) -> dict[str, Any]:
+    """The pydantic fields of the arguments model, one per parameter that can be described."""
+    fields: dict[str, Any] = {}
+    for param in parameters:
+        arg = param.name
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            stars = "*" if param.kind is param.VAR_POSITIONAL else "**"
+            reasons.append(f"{stars}{arg} cannot be described to a model; name every argument")
+            continue
+        if problem := name_problem(arg, kind="argument"):
+            reasons.append(problem)
+        if arg not in hints:
+            reasons.append(f"argument '{arg}' has no type hint; annotate it")
+            continue
+        if not documented.get(arg):
+            reasons.append(f"argument '{arg}' is not documented; add '{arg}: ...' under Args:")
+        default = ... if param.default is param.empty else param.default
+        # The field's own name is prefixed and the argument's name is its alias, so arguments
+        # pydantic reserves for itself (`_x`, `model_config`, `schema`, ...) still work.
+        fields[f"{_FIELD_PREFIX}{arg}"] = (
+            hints[arg],
+            pydantic.Field(default, alias=arg, description=documented.get(arg) or None),
+        )
+    return fields
 
 
 def render_result(value: Any) -> str:
