@@ -1,4 +1,4 @@
-"""The `agent-env` command: check a bundle, list its tasks, play one, replay its reference plays."""
+"""The `agent-env` command: check a bundle, list its tasks, play one, replay its reference plays, serve it."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from agent_env.cli.table import table
 from agent_env.episode import Episode
 from agent_env.errors import BundleError
 from agent_env.replay import load_solutions, play
+from agent_env.sandbox.registry import PROVIDERS
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,6 +55,22 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("bundle")
     replay.add_argument("--split", help="only this split (default: every split)")
     replay.set_defaults(run=_replay)
+
+    serve = commands.add_parser(
+        "serve", help="serve a bundle over OpenEnv: the Task API and WebSocket sessions (the openenv extra)"
+    )
+    serve.add_argument("bundle")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    serve.add_argument(
+        "--port", type=int, default=8000, help="port to bind; 0 takes a free one (default: 8000)"
+    )
+    serve.add_argument(
+        "--max-concurrent-envs",
+        type=int,
+        help="sessions held at once (default: $MAX_CONCURRENT_ENVS, else 64)",
+    )
+    serve.add_argument("--sandbox", choices=PROVIDERS, help="sandbox provider (default: the bundle's)")
+    serve.set_defaults(run=_serve)
     return parser
 
 
@@ -86,6 +103,26 @@ def _play(args: argparse.Namespace) -> int:
     task = load_bundle(args.bundle).task(args.split, args.index)
     score = asyncio.run(play_in_terminal(task, input, sys.stdout))
     return 0 if score is not None else 1
+
+
+def _serve(args: argparse.Namespace) -> int:
+    try:
+        from agent_env.openenv import serve
+    except ImportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    try:
+        serve(
+            args.bundle,
+            host=args.host,
+            port=args.port,
+            max_concurrent_envs=args.max_concurrent_envs,
+            sandbox=args.sandbox,
+        )
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _replay(args: argparse.Namespace) -> int:

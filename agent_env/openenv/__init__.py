@@ -1,0 +1,47 @@
+"""Serve a bundle over OpenEnv 0.10: the Task API, WebSocket sessions, deadlines, tracked teardown.
+
+Behind the `openenv` extra. Importing this package imports OpenEnv (about 7 s, most of it gradio),
+so the core never does; only servers and trainers pay for it.
+"""
+
+from __future__ import annotations
+
+from agent_env.openenv._require import require_openenv
+
+require_openenv()
+
+from agent_env.openenv.app import (  # noqa: E402
+    DEFAULT_MAX_CONCURRENT_ENVS,
+    ServerStatus,
+    build_app,
+    env_name_for,
+    resolve_max_concurrent_envs,
+)
+from agent_env.openenv.background import BackgroundServer  # noqa: E402
+from agent_env.openenv.environment import AgentEnvEnvironment  # noqa: E402
+from agent_env.openenv.serve import serve  # noqa: E402
+from agent_env.openenv.wire import (  # noqa: E402
+    DEADLINE_KEY,
+    ERROR_CODES,
+    AgentEnvAction,
+    AgentEnvObservation,
+    AgentEnvState,
+    CallError,
+)
+
+__all__ = [
+    "DEADLINE_KEY",
+    "DEFAULT_MAX_CONCURRENT_ENVS",
+    "ERROR_CODES",
+    "AgentEnvAction",
+    "AgentEnvEnvironment",
+    "AgentEnvObservation",
+    "AgentEnvState",
+    "BackgroundServer",
+    "CallError",
+    "ServerStatus",
+    "build_app",
+    "env_name_for",
+    "resolve_max_concurrent_envs",
+    "serve",
+]

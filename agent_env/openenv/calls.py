@@ -1,0 +1,74 @@
+"""Running one call of a session: within its deadline, and only while its client is still there.
+
+A call past its deadline, or whose client disconnected, is interrupted at once: the caller gets
+`InterruptedCallError` without waiting for the call to wind down, and decides what happens to its episode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
+
+
+class ClientLink:
+    """One WebSocket connection, as its calls see it: whether the client is still there."""
+
+    def __init__(self) -> None:
+        self.gone = False
+        self._calls: set[asyncio.Future[object]] = set()
+
+    def lost(self) -> None:
+        """The client disconnected: interrupt every call it is waiting for."""
+        self.gone = True
+        for call in list(self._calls):
+            call.cancel()
+
+    def _watch(self, call: asyncio.Future[object]) -> None:
+        self._calls.add(call)
+        call.add_done_callback(self._calls.discard)
+
+
+CURRENT_LINK: contextvars.ContextVar[ClientLink | None] = contextvars.ContextVar(
+    "agent_env_client_link", default=None
+)
+"""The link of the connection whose handler runs in this context (set by `watch_disconnects`)."""
+
+
+class InterruptedCallError(Exception):
+    """A call that missed its deadline (`DEADLINE_EXCEEDED`) or lost its client (`CLIENT_GONE`)."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+        super().__init__(code)
+
+
+async def run_call(call: Awaitable[_T], timeout_s: float | None) -> _T:
+    """Await `call`; past `timeout_s`, or once the client is gone, cancel it and raise."""
+    task = asyncio.ensure_future(call)
+    link = CURRENT_LINK.get()
+    if link is not None:
+        if link.gone:
+            task.cancel()
+        link._watch(task)  # type: ignore[arg-type]
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout_s)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if link is not None and link.gone and (task.cancelled() or not done):
+        _abandon(task)
+        raise InterruptedCallError("CLIENT_GONE")
+    if not done:
+        _abandon(task)
+        raise InterruptedCallError("DEADLINE_EXCEEDED")
+    return task.result()
+
+
+def _abandon(task: asyncio.Future[Any]) -> None:
+    """Cancel `task` without waiting for it; its outcome is read so asyncio does not warn of it."""
+    task.cancel()
+    task.add_done_callback(lambda t: t.cancelled() or t.exception())

@@ -1,0 +1,62 @@
+"""What every session of one server shares: the tasks it serves, its episodes, its connections."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agent_env.openenv.calls import ClientLink
+from agent_env.openenv.tracker import EpisodeTracker
+from agent_env.served import Served, ServedTask
+
+
+class TaskLookupError(LookupError):
+    """A split or an index the server does not serve: `UNKNOWN_SPLIT` or `INDEX_OUT_OF_RANGE`."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        self.message = message
+        super().__init__(message)
+
+
+@dataclass
+class ServerContext:
+    """One server's shared state; sessions and routes use it on the server's event loop."""
+
+    name: str
+    served: Served
+    description: str = ""
+    max_concurrent_envs: int = 1
+    tracker: EpisodeTracker = field(default_factory=EpisodeTracker)
+    links: set[ClientLink] = field(default_factory=set)
+
+    def tasks(self, split: str) -> Sequence[ServedTask]:
+        tasks = self.served.get(split)
+        if tasks is None:
+            raise TaskLookupError(
+                "UNKNOWN_SPLIT", f"unknown split '{split}' (splits: {self.splits_summary()})"
+            )
+        return tasks
+
+    def task(self, split: str, index: int) -> ServedTask:
+        tasks = self.tasks(split)
+        if not 0 <= index < len(tasks):
+            span = f"0..{len(tasks) - 1}" if tasks else "none"
+            raise TaskLookupError(
+                "INDEX_OUT_OF_RANGE",
+                f"index {index} is out of range for split '{split}' ({_count(len(tasks))}: {span})",
+            )
+        return tasks[index]
+
+    def splits_summary(self) -> str:
+        return ", ".join(f"{split} ({_count(len(tasks))})" for split, tasks in self.served.items())
+
+    async def shut_down(self) -> None:
+        """Interrupt every call still running, then tear down every episode and wait for it."""
+        for link in list(self.links):
+            link.lost()
+        await self.tracker.drain()
+
+
+def _count(tasks: int) -> str:
+    return f"{tasks} task{'s' if tasks != 1 else ''}"

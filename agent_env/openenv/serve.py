@@ -1,0 +1,100 @@
+"""`agent-env serve`: a bundle over OpenEnv with uvicorn, on loopback unless told otherwise.
+
+SIGTERM (or Ctrl-C) closes every connection, which interrupts the calls in flight; every episode is
+then torn down and `serve` returns (the command exits 0). Handlers still busy after
+`GRACEFUL_SHUTDOWN_S` are cancelled, and their episodes torn down all the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+import uvicorn
+
+from agent_env.bundle import Bundle, load_bundle
+from agent_env.openenv.app import build_app, resolve_max_concurrent_envs
+from agent_env.sandbox.base import SandboxProvider
+
+GRACEFUL_SHUTDOWN_S = 30
+"""How long a shutdown waits for busy handlers before cancelling them (teardowns are waited for)."""
+
+log = logging.getLogger("agent_env.openenv")
+
+
+def serve(
+    bundle: Bundle | str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    max_concurrent_envs: int | None = None,
+    sandbox: str | SandboxProvider | None = None,
+    out: TextIO = sys.stdout,
+) -> None:
+    """Serve `bundle` until SIGTERM or Ctrl-C; logs one line per episode."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log.setLevel(logging.INFO)
+    loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
+    capacity = resolve_max_concurrent_envs(max_concurrent_envs)
+    app = build_app(loaded, max_concurrent_envs=capacity, sandbox=sandbox)
+    name = app.state.agent_env.name
+    listener = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    bound = listener.getsockname()[1]
+    where = f"[{host}]" if ":" in host else host
+    splits = ", ".join(f"{split} {len(tasks)}" for split, tasks in loaded.splits.items())
+    print(
+        f"agent-env: serving {loaded.name} ({splits} tasks) on http://{where}:{bound}, "
+        f"WebSocket ws://{where}:{bound}/ws, Task API /{name}/..., at most {capacity} sessions",
+        file=out,
+        flush=True,
+    )
+    if not _loopback(host):
+        print(
+            f"agent-env: warning: {host} is not a loopback address: whoever reaches it can run this "
+            "bundle's tools and its sandbox's bash",
+            file=out,
+            flush=True,
+        )
+    config = uvicorn.Config(
+        app, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, lifespan="on", log_level="info"
+    )
+    _Server(config).run(sockets=[listener])
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, except that a SIGTERM or Ctrl-C that shut it down gracefully just returns.
+
+    uvicorn re-raises the signal once it has shut down, so the process would die of SIGTERM (exit -15),
+    or print a KeyboardInterrupt traceback, after a clean shutdown; `agent-env serve` exits 0 instead.
+    """
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        handled = (signal.SIGINT, signal.SIGTERM)
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,304 @@
+"""One session: at most one live episode, played call by call through the Episode API.
+
+A reset ends the session's previous episode (waiting for its teardown), deploys the task and opens
+its first turn. Each call runs within its deadline and only while its client is there; a call that
+misses its deadline answers at once, its episode ends with an error, and the tracker tears it down
+after the reply. A bad request never ends anything: it gets an error with a code and the fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from agent_env.errors import EpisodeError
+from agent_env.openenv.calls import InterruptedCallError, run_call
+from agent_env.openenv.context import ServerContext, TaskLookupError
+from agent_env.openenv.tracker import EpisodeRecord
+from agent_env.openenv.wire import (
+    DEADLINE_KEY,
+    ENDING_CODES,
+    AgentEnvAction,
+    AgentEnvObservation,
+    AgentEnvState,
+    CallError,
+)
+from agent_env.served import ServedTask
+
+Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
+_DEADLINE: TypeAdapter[float | None] = TypeAdapter(Seconds | None)
+
+Phase = Literal["idle", "deploying", "turn_open", "verifying", "ended"]
+
+
+class _ResetRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    split: str
+    index: int
+    timeout_s: Seconds | None = None
+    episode_id: str | None = None
+    seed: None = Field(default=None, description="refused: a task's own data seeds its episode")
+
+
+class _RefusedError(Exception):
+    """A request the session answers with an error and nothing else."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        self.message = message
+
+
+class Session:
+    """The episode-playing half of `AgentEnvEnvironment`; runs on the server's event loop."""
+
+    def __init__(self, context: ServerContext) -> None:
+        self._context = context
+        self._record: EpisodeRecord | None = None
+        self._phase: Phase = "idle"
+        self._turn: int | None = None
+        self._episode_id: str | None = None
+        self._steps = 0
+
+    @property
+    def state(self) -> AgentEnvState:
+        spec = self._record.task.spec if self._record else None
+        return AgentEnvState(
+            episode_id=self._episode_id,
+            step_count=self._steps,
+            task_id=spec.id if spec else None,
+            split=spec.split if spec else None,
+            index=spec.index if spec else None,
+            turn=self._turn,
+            phase=self._phase,
+        )
+
+    async def reset(self, arguments: Mapping[str, Any]) -> AgentEnvObservation:
+        started = time.monotonic()
+        split, index = arguments.get("split"), arguments.get("index")
+        call = f"reset {split}/{index}" if split is not None and index is not None else "reset"
+        try:
+            request = self._reset_request(arguments)
+            task = self._task(request.split, request.index)
+        except _RefusedError as refused:
+            return _error(refused.code, refused.message, call)
+        if self._record is not None:
+            ending = self._context.tracker.teardown(self._record)
+            try:
+                await run_call(_wait(ending), _left(request.timeout_s, started))
+            except InterruptedCallError as interrupted:
+                message = (
+                    f"{call}: the previous episode's teardown did not finish within the reset's "
+                    f"deadline of {request.timeout_s:g} s"
+                    if interrupted.code == "DEADLINE_EXCEEDED"
+                    else f"{call}: the client disconnected"
+                )
+                return _error(interrupted.code, message, call)
+            self._record = None
+        if self._context.tracker.closing:
+            return _error("SHUTTING_DOWN", "the server is shutting down: it starts no new episode", call)
+        return await self._deploy(task, request, started, call)
+
+    async def step(self, action: AgentEnvAction) -> AgentEnvObservation:
+        self._steps += 1
+        call = f"call_tool {action.tool}" if action.kind == "call_tool" and action.tool else action.kind
+        try:
+            timeout_s = self._deadline(action)
+            record = self._playing(action)
+        except _RefusedError as refused:
+            return _error(refused.code, refused.message, call)
+        if action.kind == "list_tools":
+            return self._observation(record, tools=record.episode.tools)
+        if action.kind == "call_tool":
+            assert action.tool is not None
+            return await self._call_tool(record, action.tool, action.arguments, timeout_s, call)
+        return await self._end_turn(record, action.reply or "", timeout_s, call)
+
+    def end(self) -> asyncio.Future[None] | None:
+        """Start tearing down the session's episode, if it has one; the task ends when it is gone."""
+        return None if self._record is None else self._context.tracker.teardown(self._record)
+
+    async def close(self) -> None:
+        """End the session's episode, if any, and wait until it is torn down."""
+        if (ending := self.end()) is not None:
+            await _wait(ending)
+
+    async def _deploy(
+        self, task: ServedTask, request: _ResetRequest, started: float, call: str
+    ) -> AgentEnvObservation:
+        episode = task.new_episode()
+        record = EpisodeRecord(task, episode)
+        self._context.tracker.begin(record)
+        self._record, self._phase, self._turn, self._steps = record, "deploying", None, 0
+        self._episode_id = request.episode_id
+        try:
+            await run_call(episode.deploy(), _left(request.timeout_s, started))
+        except InterruptedCallError as interrupted:
+            return self._interrupted(record, interrupted, request.timeout_s, call)
+        except EpisodeError as exc:
+            return self._failed(record, exc.code, exc.message, call)
+        except Exception as exc:
+            return self._failed(record, "INTERNAL_ERROR", f"{call}: {type(exc).__name__}: {exc}", call)
+        self._phase, self._turn = "turn_open", 1
+        spec = task.spec
+        return self._observation(record, prompt=spec.prompt, tools=episode.tools)
+
+    async def _call_tool(
+        self, record: EpisodeRecord, tool: str, arguments: dict[str, Any], timeout_s: float | None, call: str
+    ) -> AgentEnvObservation:
+        record.calls += 1
+        try:
+            result = await run_call(record.episode.call_tool(tool, arguments), timeout_s)
+        except InterruptedCallError as interrupted:
+            return self._interrupted(record, interrupted, timeout_s, call)
+        except EpisodeError as exc:
+            if exc.code in ENDING_CODES:
+                return self._failed(record, exc.code, exc.message, call)
+            return _error(exc.code, exc.message, call, observation=self._observation(record))
+        except Exception as exc:
+            return self._failed(record, "INTERNAL_ERROR", f"{call}: {type(exc).__name__}: {exc}", call)
+        return self._observation(record, result=result)
+
+    async def _end_turn(
+        self, record: EpisodeRecord, reply: str, timeout_s: float | None, call: str
+    ) -> AgentEnvObservation:
+        record.calls += 1
+        if self._turn == record.task.spec.turns:
+            self._phase = "verifying"
+        try:
+            end = await run_call(record.episode.end_turn(reply), timeout_s)
+        except InterruptedCallError as interrupted:
+            return self._interrupted(record, interrupted, timeout_s, call)
+        except EpisodeError as exc:
+            return self._failed(record, exc.code, exc.message, call)
+        except Exception as exc:
+            return self._failed(record, "INTERNAL_ERROR", f"{call}: {type(exc).__name__}: {exc}", call)
+        if not end.done:
+            self._phase, self._turn = "turn_open", end.turn
+            return self._observation(record, prompt=[{"role": "user", "content": end.prompt or ""}])
+        record.end(f"scored {end.score:g}")
+        self._phase, self._turn = "ended", None
+        self._context.tracker.teardown(record)
+        observation = self._observation(record, verifier_scores=list(end.verifier_scores))
+        observation.done, observation.reward = True, end.score
+        return observation
+
+    def _reset_request(self, arguments: Mapping[str, Any]) -> _ResetRequest:
+        try:
+            return _ResetRequest.model_validate(dict(arguments))
+        except ValidationError as exc:
+            problems = "; ".join(_problem(error) for error in exc.errors())
+            raise _RefusedError(
+                "BAD_REQUEST",
+                f"reset: {problems}. Reset takes split (str), index (int), and optionally timeout_s "
+                f"(seconds > 0) and episode_id; splits: {self._context.splits_summary()}",
+            ) from None
+
+    def _task(self, split: str, index: int) -> ServedTask:
+        try:
+            return self._context.task(split, index)
+        except TaskLookupError as missing:
+            raise _RefusedError(missing.code, missing.message) from None
+
+    def _deadline(self, action: AgentEnvAction) -> float | None:
+        try:
+            return _DEADLINE.validate_python(action.metadata.get(DEADLINE_KEY))
+        except ValidationError:
+            raise _RefusedError(
+                "BAD_REQUEST",
+                f"metadata.{DEADLINE_KEY} must be a number of seconds > 0, "
+                f"got {action.metadata.get(DEADLINE_KEY)!r}",
+            ) from None
+
+    def _playing(self, action: AgentEnvAction) -> EpisodeRecord:
+        """The episode a step plays on, after checking the step's fields fit its kind."""
+        if action.kind == "call_tool" and not action.tool:
+            raise _RefusedError("BAD_REQUEST", "call_tool needs the name of a tool in `tool`")
+        stray = [
+            name
+            for name, given in (
+                ("tool", action.tool),
+                ("arguments", action.arguments),
+                ("reply", action.reply),
+            )
+            if given and name not in _FIELDS[action.kind]
+        ]
+        if stray:
+            raise _RefusedError("BAD_REQUEST", f"{action.kind} does not take {', '.join(stray)}")
+        if self._record is None:
+            raise _RefusedError("NO_EPISODE", "no episode: reset(split=..., index=...) first")
+        if action.kind != "list_tools" and self._phase != "turn_open":
+            outcome = self._record.outcome or self._phase
+            raise _RefusedError(
+                "NO_OPEN_TURN",
+                f"no turn is open: the episode of task '{self._record.task.spec.id}' ended "
+                f"({outcome}); reset to play another",
+            )
+        return self._record
+
+    def _interrupted(
+        self, record: EpisodeRecord, interrupted: InterruptedCallError, timeout_s: float | None, call: str
+    ) -> AgentEnvObservation:
+        spec = record.task.spec
+        if interrupted.code == "DEADLINE_EXCEEDED":
+            message = (
+                f"{call} missed its deadline of {timeout_s:g} s: the episode of task '{spec.id}' ended "
+                "and is torn down"
+            )
+        else:
+            message = f"{call}: the client disconnected: the episode of task '{spec.id}' ended"
+        return self._failed(record, interrupted.code, message, call)
+
+    def _failed(self, record: EpisodeRecord, code: str, message: str, call: str) -> AgentEnvObservation:
+        """End the episode with an error; its teardown starts now and runs after the reply."""
+        record.end(f"failed {code}: {message}")
+        self._phase, self._turn = "ended", None
+        self._context.tracker.teardown(record)
+        observation = _error(code, message, call, observation=self._observation(record))
+        observation.done = True
+        return observation
+
+    def _observation(self, record: EpisodeRecord, **fields: Any) -> AgentEnvObservation:
+        spec = record.task.spec
+        return AgentEnvObservation(
+            task_id=spec.id, split=spec.split, index=spec.index, turn=self._turn, turns=spec.turns, **fields
+        )
+
+
+_FIELDS: dict[str, frozenset[str]] = {
+    "call_tool": frozenset({"tool", "arguments"}),
+    "end_turn": frozenset({"reply"}),
+    "list_tools": frozenset(),
+}
+
+
+def _error(
+    code: str, message: str, call: str, *, observation: AgentEnvObservation | None = None
+) -> AgentEnvObservation:
+    answer = observation or AgentEnvObservation()
+    answer.error = CallError(code=code, message=message, call=call)
+    return answer
+
+
+def _left(timeout_s: float | None, started: float) -> float | None:
+    return None if timeout_s is None else max(0.0, timeout_s - (time.monotonic() - started))
+
+
+async def _wait(teardown: asyncio.Future[None]) -> None:
+    """Wait for a tracked teardown without cancelling it when the waiter is cancelled."""
+    await asyncio.shield(teardown)
+
+
+def _problem(error: Any) -> str:
+    where = ".".join(str(part) for part in error["loc"]) or "arguments"
+    if error["type"] == "extra_forbidden":
+        return f"unknown argument '{where}'"
+    if error["type"] == "missing":
+        return f"{where} is required"
+    if where == "seed":
+        return "seed is not taken: a task's own data seeds its episode; leave it out"
+    return f"{where}: {error['msg'].lower()}, got {error['input']!r}"

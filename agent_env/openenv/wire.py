@@ -1,0 +1,127 @@
+"""The wire contract of a session: what a client sends over `/ws` and what it gets back.
+
+A session is OpenEnv's: `reset` with `split`, `index` and `timeout_s`, then steps. A step is an
+`AgentEnvAction` of one of three kinds (call a tool, end the turn, list the tools); its deadline, if
+any, travels in its metadata under `timeout_s`, since OpenEnv gives WebSocket steps none of their own.
+Every answer is an `AgentEnvObservation`. A request the server cannot carry out is answered with an
+observation whose `error` has a stable `code` (one of `ERROR_CODES`); the session stays usable.
+`done` is true when the call ended the episode: scored (with the score as `reward`) or failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from openenv.core.env_server.types import Action, Observation, State
+from pydantic import BaseModel, ConfigDict, Field
+
+DEADLINE_KEY = "timeout_s"
+"""The action metadata key that carries a step's deadline, in seconds."""
+
+ERROR_CODES: dict[str, str] = {
+    "BAD_REQUEST": "a reset's or a step's fields are missing, of the wrong type, or contradict each other",
+    "UNKNOWN_SPLIT": "reset named a split the server does not serve",
+    "INDEX_OUT_OF_RANGE": "reset named an index past the end of its split",
+    "NO_EPISODE": "a step came before any reset",
+    "NO_OPEN_TURN": "a step came after the episode ended (scored or failed); reset to play another",
+    "UNKNOWN_TOOL": "the tool is not one of the episode's",
+    "TOOL_NOT_ALLOWED": "the tool exists but the played agent's role may not call it",
+    "INVALID_ARGUMENTS": "the arguments fail the tool's schema",
+    "TOOL_ERROR": "the tool raised; the message is the tool's own",
+    "DEPLOY_FAILED": "the task's envs or sandbox could not be made; the episode ended",
+    "VERIFIER_FAILED": "a verifier raised; the episode ended unscored",
+    "DEADLINE_EXCEEDED": "the call missed its deadline; the episode ended and is torn down after the reply",
+    "CLIENT_GONE": "the client disconnected during the call; the episode ended",
+    "TORN_DOWN": "the episode was torn down while the call ran",
+    "SHUTTING_DOWN": "the server is shutting down and starts no new episode",
+    "INTERNAL_ERROR": "the episode raised something unexpected; the episode ended",
+}
+"""Every code an error observation can carry, with what it means."""
+
+ENDING_CODES = frozenset(
+    {"DEPLOY_FAILED", "VERIFIER_FAILED", "DEADLINE_EXCEEDED", "CLIENT_GONE", "INTERNAL_ERROR", "TORN_DOWN"}
+)
+"""Codes of errors that end the episode they happen in."""
+
+Kind = Literal["call_tool", "end_turn", "list_tools"]
+
+
+class AgentEnvAction(Action):
+    """One step of a session: call a tool, end the open turn with a reply, or list the tools."""
+
+    kind: Kind = Field(
+        description="call_tool (with tool and arguments), end_turn (with reply), or list_tools."
+    )
+    tool: str | None = Field(default=None, description="The tool to call (call_tool only).")
+    arguments: dict[str, Any] = Field(
+        default_factory=dict, description="The tool's arguments (call_tool only)."
+    )
+    reply: str | None = Field(
+        default=None, description="The agent's reply that ends the turn (end_turn only)."
+    )
+
+    @classmethod
+    def call_tool(
+        cls, tool: str, arguments: dict[str, Any] | None = None, *, timeout_s: float | None = None
+    ) -> AgentEnvAction:
+        return cls(kind="call_tool", tool=tool, arguments=arguments or {}, metadata=_deadline(timeout_s))
+
+    @classmethod
+    def end_turn(cls, reply: str = "", *, timeout_s: float | None = None) -> AgentEnvAction:
+        return cls(kind="end_turn", reply=reply, metadata=_deadline(timeout_s))
+
+    @classmethod
+    def list_tools(cls) -> AgentEnvAction:
+        return cls(kind="list_tools")
+
+    def wire(self) -> dict[str, Any]:
+        """The action as the JSON object a client sends as a step's data."""
+        wire: dict[str, Any] = self.model_dump(exclude_none=True)
+        return wire
+
+
+class CallError(BaseModel):
+    """Why a call could not be carried out: a stable code, a message that says what to do, the call."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    message: str
+    call: str = Field(description="The call that failed, such as `reset train/3` or `call_tool add_crate`.")
+
+
+class AgentEnvObservation(Observation):
+    """The answer to a reset or a step; fields that do not apply to the call are null."""
+
+    task_id: str | None = None
+    split: str | None = None
+    index: int | None = None
+    turn: int | None = Field(default=None, description="The open turn, from 1; null once the episode ended.")
+    turns: int | None = Field(default=None, description="How many turns the task has.")
+    prompt: list[dict[str, str]] | None = Field(
+        default=None,
+        description="Chat messages: at reset the system prompt (if any) and the first turn; at an "
+        "end_turn that opens the next turn, that turn's user message.",
+    )
+    tools: list[dict[str, Any]] | None = Field(
+        default=None, description="The toolset's tools as JSON Schemas (at reset and list_tools)."
+    )
+    result: str | None = Field(default=None, description="What the tool returned (call_tool).")
+    verifier_scores: list[float] | None = Field(
+        default=None, description="Each verifier's score, once scored."
+    )
+    error: CallError | None = None
+
+
+class AgentEnvState(State):
+    """A session's state, as OpenEnv's `state` message returns it."""
+
+    task_id: str | None = None
+    split: str | None = None
+    index: int | None = None
+    turn: int | None = None
+    phase: Literal["idle", "deploying", "turn_open", "verifying", "ended"] = "idle"
+
+
+def _deadline(timeout_s: float | None) -> dict[str, Any]:
+    return {} if timeout_s is None else {DEADLINE_KEY: timeout_s}

@@ -1,0 +1,72 @@
+"""What the server does with what should not happen: an episode that raises, a reset during shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from agent_env.episode import TurnEnd
+from agent_env.openenv import AgentEnvAction
+from agent_env.openenv.app import _app
+from agent_env.openenv.context import ServerContext
+from agent_env.openenv.session import Session
+from agent_env.served import ServedTask
+from agent_env.testing import FakeTask, fake_served
+from tst.unit.openenv._tools import add_crate
+from tst.unit.openenv.conftest import Connect, Serve
+
+
+class BrokenEpisode:
+    """A hand-built episode whose tool call fails in a way the Episode API never does."""
+
+    torn_down = False
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return []
+
+    async def deploy(self) -> str:
+        return "Do it."
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
+        raise KeyError(name)
+
+    async def end_turn(self, reply: str) -> TurnEnd:
+        return TurnEnd(done=True, turn=1, score=1.0)
+
+    async def teardown(self) -> None:
+        BrokenEpisode.torn_down = True
+
+
+def test_an_episode_that_raises_something_unexpected_ends_with_an_internal_error_and_is_torn_down(
+    serve: Serve, connect: Connect
+) -> None:
+    spec = FakeTask("broken").spec("train", 0)
+    served = {"train": (ServedTask(spec, BrokenEpisode),)}
+    client = connect(serve(_app(served)).url, message_timeout_s=10)
+    client.reset(split="train", index=0)
+
+    answer = client.step(AgentEnvAction.call_tool("lift").wire())
+    again = client.reset(split="train", index=0)
+
+    assert answer.observation["error"]["code"] == "INTERNAL_ERROR"
+    assert answer.observation["error"]["message"] == "call_tool lift: KeyError: 'lift'"
+    assert answer.done is True
+    assert BrokenEpisode.torn_down
+    assert again.observation["error"] is None
+
+
+def test_a_reset_that_comes_while_the_server_shuts_down_starts_no_episode() -> None:
+    task = FakeTask("late", tools=[add_crate])
+    context = ServerContext("dock", fake_served({"train": [task]}))
+
+    async def reset_during_shutdown() -> dict[str, Any]:
+        await context.shut_down()
+        answer = await Session(context).reset({"split": "train", "index": 0})
+        return answer.model_dump()
+
+    answer = asyncio.run(reset_during_shutdown())
+
+    assert answer["error"]["code"] == "SHUTTING_DOWN"
+    assert task.episodes == []
