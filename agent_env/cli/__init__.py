@@ -122,6 +122,8 @@ def _serve(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: every episode was torn down before uvicorn re-raised it
+        return 130
     return 0
 
 

@@ -19,11 +19,14 @@ class ClientLink:
 
     def __init__(self) -> None:
         self.gone = False
+        self.reason = "CLIENT_GONE"
         self._calls: set[asyncio.Future[object]] = set()
 
-    def lost(self) -> None:
-        """The client disconnected: interrupt every call it is waiting for."""
-        self.gone = True
+    def lost(self, reason: str = "CLIENT_GONE") -> None:
+        """The connection is gone (`CLIENT_GONE`) or being closed by the server (`SHUTTING_DOWN`):
+        interrupt every call waiting on it."""
+        if not self.gone:
+            self.gone, self.reason = True, reason
         for call in list(self._calls):
             call.cancel()
 
@@ -39,7 +42,8 @@ CURRENT_LINK: contextvars.ContextVar[ClientLink | None] = contextvars.ContextVar
 
 
 class InterruptedCallError(Exception):
-    """A call that missed its deadline (`DEADLINE_EXCEEDED`) or lost its client (`CLIENT_GONE`)."""
+    """A call that missed its deadline (`DEADLINE_EXCEEDED`) or lost its connection (`CLIENT_GONE`,
+    `SHUTTING_DOWN`)."""
 
     def __init__(self, code: str) -> None:
         self.code = code
@@ -61,7 +65,7 @@ async def run_call(call: Awaitable[_T], timeout_s: float | None) -> _T:
         raise
     if link is not None and link.gone and (task.cancelled() or not done):
         _abandon(task)
-        raise InterruptedCallError("CLIENT_GONE")
+        raise InterruptedCallError(link.reason)
     if not done:
         _abandon(task)
         raise InterruptedCallError("DEADLINE_EXCEEDED")

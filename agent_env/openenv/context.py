@@ -54,7 +54,7 @@ class ServerContext:
     async def shut_down(self) -> None:
         """Interrupt every call still running, then tear down every episode and wait for it."""
         for link in list(self.links):
-            link.lost()
+            link.lost("SHUTTING_DOWN")
         await self.tracker.drain()
 
 

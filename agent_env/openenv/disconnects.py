@@ -19,6 +19,8 @@ _READ_AHEAD = 4
 """Messages read ahead per connection: room for a close behind a step, small enough to push back."""
 
 _GONE: Message = {"type": "websocket.disconnect", "code": 1006}
+_SERVER_RESTART = 1012
+"""The close code uvicorn sends every WebSocket when the server shuts down."""
 
 
 class WatchDisconnects:
@@ -41,7 +43,7 @@ class WatchDisconnects:
         token = CURRENT_LINK.set(relay.link)
         self.links.add(relay.link)
         try:
-            await self.app(scope, relay.receive, send)
+            await self.app(scope, relay.receive, relay.sender(send))
         finally:
             self.links.discard(relay.link)
             CURRENT_LINK.reset(token)
@@ -67,11 +69,21 @@ class _Relay:
                 await self._queue.put(message)
         except Exception:
             pass
-        self.link.lost()
+        self.link.lost("SHUTTING_DOWN" if last.get("code") == _SERVER_RESTART else "CLIENT_GONE")
         self._last = last
         if self._queue.full():
             self._queue.get_nowait()  # a step the handler could no longer answer gives way to the news
         self._queue.put_nowait(last)
+
+    def sender(self, send: Send) -> Send:
+        """`send`, except that answers to a client already gone are dropped rather than failing."""
+
+        async def send_while_there(message: Message) -> None:
+            if self.link.gone and message["type"] == "websocket.send":
+                return
+            await send(message)
+
+        return send_while_there
 
     async def receive(self) -> Message:
         if self._last is not None and self._queue.empty():

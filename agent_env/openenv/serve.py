@@ -1,20 +1,17 @@
 """`agent-env serve`: a bundle over OpenEnv with uvicorn, on loopback unless told otherwise.
 
 SIGTERM (or Ctrl-C) closes every connection, which interrupts the calls in flight; every episode is
-then torn down and `serve` returns (the command exits 0). Handlers still busy after
-`GRACEFUL_SHUTDOWN_S` are cancelled, and their episodes torn down all the same.
+then torn down, and only then does the process end, by that signal as uvicorn has it (exit status
+143 for SIGTERM, so supervisors see a normal stop). Handlers still busy after `GRACEFUL_SHUTDOWN_S`
+are cancelled, and their episodes torn down all the same.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import logging
-import signal
 import socket
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -67,28 +64,7 @@ def serve(
     config = uvicorn.Config(
         app, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, lifespan="on", log_level="info"
     )
-    _Server(config).run(sockets=[listener])
-
-
-class _Server(uvicorn.Server):
-    """uvicorn's server, except that a SIGTERM or Ctrl-C that shut it down gracefully just returns.
-
-    uvicorn re-raises the signal once it has shut down, so the process would die of SIGTERM (exit -15),
-    or print a KeyboardInterrupt traceback, after a clean shutdown; `agent-env serve` exits 0 instead.
-    """
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        handled = (signal.SIGINT, signal.SIGTERM)
-        original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
-        try:
-            yield
-        finally:
-            for sig, handler in original.items():
-                signal.signal(sig, handler)
+    uvicorn.Server(config).run(sockets=[listener])
 
 
 def _loopback(host: str) -> bool:

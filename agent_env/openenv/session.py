@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -32,6 +33,8 @@ from agent_env.served import ServedTask
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
 _DEADLINE: TypeAdapter[float | None] = TypeAdapter(Seconds | None)
 
+_T = TypeVar("_T")
+
 Phase = Literal["idle", "deploying", "turn_open", "verifying", "ended"]
 
 
@@ -43,6 +46,13 @@ class _ResetRequest(BaseModel):
     timeout_s: Seconds | None = None
     episode_id: str | None = None
     seed: None = Field(default=None, description="refused: a task's own data seeds its episode")
+
+
+@dataclass(frozen=True)
+class _Answered:
+    """A step that did not return: the error observation that answers for it."""
+
+    observation: AgentEnvObservation
 
 
 class _RefusedError(Exception):
@@ -87,6 +97,7 @@ class Session:
         except _RefusedError as refused:
             return _error(refused.code, refused.message, call)
         if self._record is not None:
+            self._record.end("abandoned: the session reset")
             ending = self._context.tracker.teardown(self._record)
             try:
                 await run_call(_wait(ending), _left(request.timeout_s, started))
@@ -95,10 +106,10 @@ class Session:
                     f"{call}: the previous episode's teardown did not finish within the reset's "
                     f"deadline of {request.timeout_s:g} s"
                     if interrupted.code == "DEADLINE_EXCEEDED"
-                    else f"{call}: the client disconnected"
+                    else f"{call}: the connection closed ({interrupted.code})"
                 )
                 return _error(interrupted.code, message, call)
-            self._record = None
+            self._record, self._phase, self._turn = None, "idle", None
         if self._context.tracker.closing:
             return _error("SHUTTING_DOWN", "the server is shutting down: it starts no new episode", call)
         return await self._deploy(task, request, started, call)
@@ -110,7 +121,8 @@ class Session:
             timeout_s = self._deadline(action)
             record = self._playing(action)
         except _RefusedError as refused:
-            return _error(refused.code, refused.message, call)
+            current = self._observation(self._record) if self._record else None
+            return _error(refused.code, refused.message, call, observation=current)
         if action.kind == "list_tools":
             return self._observation(record, tools=record.episode.tools)
         if action.kind == "call_tool":
@@ -119,8 +131,11 @@ class Session:
         return await self._end_turn(record, action.reply or "", timeout_s, call)
 
     def end(self) -> asyncio.Future[None] | None:
-        """Start tearing down the session's episode, if it has one; the task ends when it is gone."""
-        return None if self._record is None else self._context.tracker.teardown(self._record)
+        """Start tearing down the session's episode, if it has one; the future is done when it is gone."""
+        if self._record is None:
+            return None
+        self._record.end("abandoned: the session closed")
+        return self._context.tracker.teardown(self._record)
 
     async def close(self) -> None:
         """End the session's episode, if any, and wait until it is torn down."""
@@ -135,14 +150,10 @@ class Session:
         self._context.tracker.begin(record)
         self._record, self._phase, self._turn, self._steps = record, "deploying", None, 0
         self._episode_id = request.episode_id
-        try:
-            await run_call(episode.deploy(), _left(request.timeout_s, started))
-        except InterruptedCallError as interrupted:
-            return self._interrupted(record, interrupted, request.timeout_s, call)
-        except EpisodeError as exc:
-            return self._failed(record, exc.code, exc.message, call)
-        except Exception as exc:
-            return self._failed(record, "INTERNAL_ERROR", f"{call}: {type(exc).__name__}: {exc}", call)
+        left = _left(request.timeout_s, started)
+        deployed = await self._run(record, episode.deploy(), left, call, stated_s=request.timeout_s)
+        if isinstance(deployed, _Answered):
+            return deployed.observation
         self._phase, self._turn = "turn_open", 1
         spec = task.spec
         return self._observation(record, prompt=spec.prompt, tools=episode.tools)
@@ -151,16 +162,11 @@ class Session:
         self, record: EpisodeRecord, tool: str, arguments: dict[str, Any], timeout_s: float | None, call: str
     ) -> AgentEnvObservation:
         record.calls += 1
-        try:
-            result = await run_call(record.episode.call_tool(tool, arguments), timeout_s)
-        except InterruptedCallError as interrupted:
-            return self._interrupted(record, interrupted, timeout_s, call)
-        except EpisodeError as exc:
-            if exc.code in ENDING_CODES:
-                return self._failed(record, exc.code, exc.message, call)
-            return _error(exc.code, exc.message, call, observation=self._observation(record))
-        except Exception as exc:
-            return self._failed(record, "INTERNAL_ERROR", f"{call}: {type(exc).__name__}: {exc}", call)
+        result = await self._run(
+            record, record.episode.call_tool(tool, arguments), timeout_s, call, turn_survives_errors=True
+        )
+        if isinstance(result, _Answered):
+            return result.observation
         return self._observation(record, result=result)
 
     async def _end_turn(
@@ -169,14 +175,9 @@ class Session:
         record.calls += 1
         if self._turn == record.task.spec.turns:
             self._phase = "verifying"
-        try:
-            end = await run_call(record.episode.end_turn(reply), timeout_s)
-        except InterruptedCallError as interrupted:
-            return self._interrupted(record, interrupted, timeout_s, call)
-        except EpisodeError as exc:
-            return self._failed(record, exc.code, exc.message, call)
-        except Exception as exc:
-            return self._failed(record, "INTERNAL_ERROR", f"{call}: {type(exc).__name__}: {exc}", call)
+        end = await self._run(record, record.episode.end_turn(reply), timeout_s, call)
+        if isinstance(end, _Answered):
+            return end.observation
         if not end.done:
             self._phase, self._turn = "turn_open", end.turn
             return self._observation(record, prompt=[{"role": "user", "content": end.prompt or ""}])
@@ -186,6 +187,35 @@ class Session:
         observation = self._observation(record, verifier_scores=list(end.verifier_scores))
         observation.done, observation.reward = True, end.score
         return observation
+
+    async def _run(
+        self,
+        record: EpisodeRecord,
+        step: Awaitable[_T],
+        timeout_s: float | None,
+        call: str,
+        *,
+        turn_survives_errors: bool = False,
+        stated_s: float | None = None,
+    ) -> _T | _Answered:
+        """What `step` returns, or the error observation that answers for it.
+
+        A step interrupted, or failing in a way that ends the episode, fails the episode; with
+        `turn_survives_errors` (tool calls) any other `EpisodeError` leaves the turn open. `stated_s`
+        is the deadline the client gave, when `timeout_s` is only what is left of it.
+        """
+        try:
+            return await run_call(step, timeout_s)
+        except InterruptedCallError as interrupted:
+            stated = stated_s if stated_s is not None else timeout_s
+            return _Answered(self._interrupted(record, interrupted, stated, call))
+        except EpisodeError as exc:
+            if turn_survives_errors and exc.code not in ENDING_CODES:
+                return _Answered(_error(exc.code, exc.message, call, observation=self._observation(record)))
+            return _Answered(self._failed(record, exc.code, exc.message, call))
+        except Exception as exc:
+            message = f"{call}: {type(exc).__name__}: {exc}"
+            return _Answered(self._failed(record, "INTERNAL_ERROR", message, call))
 
     def _reset_request(self, arguments: Mapping[str, Any]) -> _ResetRequest:
         try:
@@ -249,6 +279,8 @@ class Session:
                 f"{call} missed its deadline of {timeout_s:g} s: the episode of task '{spec.id}' ended "
                 "and is torn down"
             )
+        elif interrupted.code == "SHUTTING_DOWN":
+            message = f"{call}: the server is shutting down: the episode of task '{spec.id}' ended"
         else:
             message = f"{call}: the client disconnected: the episode of task '{spec.id}' ended"
         return self._failed(record, interrupted.code, message, call)

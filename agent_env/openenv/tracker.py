@@ -41,7 +41,8 @@ class EpisodeRecord:
         seconds = (self.ended or time.monotonic()) - self.started
         return (
             f"episode {spec.split}/{spec.index} {spec.id} [{spec.toolset.name}]: "
-            f"{self.outcome or 'abandoned'} after {self.calls} calls in {seconds:.2f}s"
+            f"{self.outcome or 'abandoned'} after {self.calls} call{'s' if self.calls != 1 else ''} "
+            f"in {seconds:.2f}s"
         )
 
 
@@ -83,6 +84,7 @@ class EpisodeTracker:
         self.closing = True
         while self._live or self._teardowns:
             for record in list(self._live):
+                record.end("abandoned: the server shut down")
                 self.teardown(record)
             await asyncio.gather(*self._teardowns.values(), return_exceptions=True)
 

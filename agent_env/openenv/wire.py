@@ -33,13 +33,21 @@ ERROR_CODES: dict[str, str] = {
     "DEADLINE_EXCEEDED": "the call missed its deadline; the episode ended and is torn down after the reply",
     "CLIENT_GONE": "the client disconnected during the call; the episode ended",
     "TORN_DOWN": "the episode was torn down while the call ran",
-    "SHUTTING_DOWN": "the server is shutting down and starts no new episode",
+    "SHUTTING_DOWN": "the server is shutting down: it interrupted the call, or starts no new episode",
     "INTERNAL_ERROR": "the episode raised something unexpected; the episode ended",
 }
 """Every code an error observation can carry, with what it means."""
 
 ENDING_CODES = frozenset(
-    {"DEPLOY_FAILED", "VERIFIER_FAILED", "DEADLINE_EXCEEDED", "CLIENT_GONE", "INTERNAL_ERROR", "TORN_DOWN"}
+    {
+        "DEPLOY_FAILED",
+        "VERIFIER_FAILED",
+        "DEADLINE_EXCEEDED",
+        "CLIENT_GONE",
+        "SHUTTING_DOWN",
+        "INTERNAL_ERROR",
+        "TORN_DOWN",
+    }
 )
 """Codes of errors that end the episode they happen in."""
 

@@ -44,3 +44,13 @@ async def written(path: Path, within: float = WAIT_S) -> str:
 
 def _text(path: Path) -> str:
     return path.read_text()
+
+
+def until(condition: Callable[[], bool], within: float = WAIT_S) -> bool:
+    """Whether `condition` holds within `within` seconds, checking it from a thread that may block."""
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(_POLL_S)
+    return True

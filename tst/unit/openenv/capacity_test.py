@@ -4,8 +4,6 @@ client past it sees (OpenEnv's own CAPACITY_REACHED refusal, with the sessions a
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,13 +17,12 @@ from agent_env.openenv import (
     resolve_max_concurrent_envs,
 )
 from agent_env.testing import FakeTask
-from tst.unit._waiting import WAIT_S
+from tst.unit._waiting import WAIT_S, until
+from tst.unit.openenv._harbor import HARBOR
 from tst.unit.openenv._tools import add_crate
 from tst.unit.openenv.conftest import Connect, Serve
 
-HARBOR = Path(__file__).parents[3] / "examples" / "harbor"
 CLIENT_TIMEOUT_S = 10.0
-_POLL_S = 0.01
 
 
 def status(server: BackgroundServer, env_name: str = "tasks") -> dict[str, Any]:
@@ -37,12 +34,7 @@ def status(server: BackgroundServer, env_name: str = "tasks") -> dict[str, Any]:
 
 def connections_become(server: BackgroundServer, count: int, within: float = WAIT_S) -> bool:
     """Whether the server holds exactly `count` WebSocket connections within `within` seconds."""
-    deadline = time.monotonic() + within
-    while status(server)["connections"] != count:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(_POLL_S)
-    return True
+    return until(lambda: status(server)["connections"] == count, within)
 
 
 # Past capacity

@@ -1,14 +1,15 @@
-"""Servers on loopback and OpenEnv clients for the server's tests, each stopped or closed after its test."""
+"""Servers on loopback for the server's tests, each stopped after its test.
+
+The `connect` fixture, for OpenEnv clients, is in tst/unit/conftest.py; `Connect` is its type here.
+"""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
 from fastapi import FastAPI
-from openenv import GenericEnvClient
 from openenv.core.sync_client import SyncEnvClient
 
 from agent_env.openenv import BackgroundServer
@@ -17,6 +18,7 @@ from agent_env.testing import FakeTask, fake_served
 
 Serve = Callable[..., BackgroundServer]
 Connect = Callable[..., SyncEnvClient]
+"""The type of the `connect` fixture (tst/unit/conftest.py): a URL and client options to a client."""
 
 
 @pytest.fixture
@@ -34,19 +36,3 @@ def serve() -> Iterator[Serve]:
     for server in servers:
         if server.running:
             server.stop()
-
-
-@pytest.fixture
-def connect() -> Iterator[Connect]:
-    """Open a blocking OpenEnv client on a server's URL, as a trainer does."""
-    clients: list[SyncEnvClient] = []
-
-    def open_client(url: str, **options: Any) -> SyncEnvClient:
-        client = GenericEnvClient(base_url=url, **options).sync()
-        clients.append(client)
-        return client
-
-    yield open_client
-    for client in clients:
-        with contextlib.suppress(Exception):
-            client.close()

@@ -7,7 +7,6 @@ harbor has no example of (no system prompt, an empty split, bash with a role and
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,10 +15,10 @@ import agent_env
 from agent_env import AccessChange
 from agent_env.openenv import BackgroundServer, build_app
 from agent_env.testing import FakeTask
+from tst.unit.openenv._harbor import HARBOR
 from tst.unit.openenv._tools import add_crate, list_crates
 from tst.unit.openenv.conftest import Serve
 
-HARBOR = Path(__file__).parents[3] / "examples" / "harbor"
 TRAIN = [json.loads(line) for line in (HARBOR / "tasks" / "train.jsonl").read_text().splitlines()]
 EVAL = [json.loads(line) for line in (HARBOR / "tasks" / "eval.jsonl").read_text().splitlines()]
 HARBOR_SPLITS = f"eval ({len(EVAL)} tasks), train ({len(TRAIN)} tasks)"

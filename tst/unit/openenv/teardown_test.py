@@ -14,7 +14,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,25 +23,14 @@ from websockets.sync.client import connect as connect_ws
 from agent_env.openenv import AgentEnvAction, build_app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, Gate
-from tst.unit._waiting import alive
+from tst.unit._waiting import alive, until
+from tst.unit.openenv._harbor import BASH_TASK, HARBOR, SLEEPER, sandbox_folders, written_pids
 from tst.unit.openenv._tools import add_crate
 from tst.unit.openenv.conftest import Connect, Serve
 
-HARBOR = Path(__file__).parents[3] / "examples" / "harbor"
-BASH_TASK = 10  # manifest-total-000: the clerk's dock+bash toolset
 WAIT_S = 10.0
-SLEEPER = "echo $$ > pid; exec sleep 60"
 STILL_HELD_S = 0.3
 """How long a test watches something it expects to stay blocked while a teardown is held."""
-
-
-def until(condition: Callable[[], bool], within: float = WAIT_S) -> bool:
-    deadline = time.monotonic() + within
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def status(url: str, name: str) -> dict[str, Any]:
@@ -57,20 +45,11 @@ def end_with_missed_deadline(client: Any) -> None:
     assert answer.observation["error"]["code"] == "DEADLINE_EXCEEDED"
 
 
-def sandbox_folders(parent: Path) -> list[Path]:
-    return sorted(parent.glob("agent-env-sandbox-*"))
-
-
 def sleeper_pid(parent: Path) -> int:
-    """The pid a `SLEEPER` command wrote in its sandbox folder under `parent`."""
-
-    def written() -> list[Path]:
-        return [
-            f / "pid" for f in sandbox_folders(parent) if (f / "pid").is_file() and (f / "pid").read_text()
-        ]
-
-    assert until(lambda: bool(written()))
-    return int(written()[0].read_text())
+    """The pid the one `SLEEPER` command under `parent` wrote, once it has written it."""
+    assert until(lambda: written_pids(parent) != [], WAIT_S)
+    [pid] = written_pids(parent)
+    return pid
 
 
 def ws_url(url: str) -> str:
@@ -112,7 +91,7 @@ def test_a_sessions_close_waits_for_its_episodes_teardown(serve: Serve, connect:
     teardown.release()
 
     assert held["connections"] == 1 and held["live_episodes"] == 1 and held["tearing_down"] == 1
-    assert until(lambda: status(server.url, "dock")["connections"] == 0)
+    assert until(lambda: status(server.url, "dock")["connections"] == 0, WAIT_S)
     assert task.episodes[0].torn_down.is_set()
     assert status(server.url, "dock")["live_episodes"] == 0
 
@@ -159,9 +138,9 @@ def test_a_client_that_disconnects_mid_call_has_its_episode_torn_down_with_nothi
         )
         pid = sleeper_pid(tmp_path)
 
-    assert until(lambda: sandbox_folders(tmp_path) == [])
-    assert until(lambda: not alive(pid))
-    assert until(lambda: status(server.url, "harbor")["live_episodes"] == 0)
+    assert until(lambda: sandbox_folders(tmp_path) == [], WAIT_S)
+    assert until(lambda: not alive(pid), WAIT_S)
+    assert until(lambda: status(server.url, "harbor")["live_episodes"] == 0, WAIT_S)
 
 
 def test_a_client_that_disconnects_between_calls_has_its_episode_and_sandbox_torn_down(
@@ -175,8 +154,8 @@ def test_a_client_that_disconnects_between_calls_has_its_episode_and_sandbox_tor
 
     client.close()
 
-    assert until(lambda: sandbox_folders(tmp_path) == [])
-    assert until(lambda: status(server.url, "harbor")["live_episodes"] == 0)
+    assert until(lambda: sandbox_folders(tmp_path) == [], WAIT_S)
+    assert until(lambda: status(server.url, "harbor")["live_episodes"] == 0, WAIT_S)
 
 
 KILLED_CLIENT = """
@@ -211,9 +190,9 @@ def test_a_client_process_killed_mid_call_has_its_episode_torn_down_with_nothing
         os.killpg(trainer.pid, signal.SIGKILL)
         trainer.wait(WAIT_S)
 
-        assert until(lambda: sandbox_folders(sandboxes) == [])
-        assert until(lambda: not alive(pid))
-        assert until(lambda: status(server.url, "harbor")["live_episodes"] == 0)
+        assert until(lambda: sandbox_folders(sandboxes) == [], WAIT_S)
+        assert until(lambda: not alive(pid), WAIT_S)
+        assert until(lambda: status(server.url, "harbor")["live_episodes"] == 0, WAIT_S)
     finally:
         if trainer.poll() is None:
             trainer.kill()
@@ -231,5 +210,5 @@ def test_an_episode_that_scored_is_torn_down_at_once_without_waiting_for_the_nex
     scored = client.step(AgentEnvAction.end_turn("").wire())
 
     assert scored.done is True and scored.reward == 0.0
-    assert until(lambda: sandbox_folders(tmp_path) == [])
+    assert until(lambda: sandbox_folders(tmp_path) == [], WAIT_S)
     assert client.state()["phase"] == "ended"

@@ -1,0 +1,206 @@
+"""`agent-env serve`, run as a user runs it: a process of its own, on loopback, stopped with SIGTERM.
+
+It says where it listens on its first line, logs one line per episode, and on SIGTERM interrupts the
+calls in flight, tears down every episode (sandbox folders, processes), and only then ends, by the
+signal, as uvicorn has it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from websockets.exceptions import ConnectionClosed
+
+from agent_env.openenv import AgentEnvAction
+from tst.unit._waiting import alive, until
+from tst.unit.openenv._harbor import (
+    BASH_TASK,
+    HARBOR,
+    SINGLE_TURN_TASK,
+    SLEEPER,
+    play_reference,
+    sandbox_folders,
+    written_pids,
+)
+
+SCRIPT = Path(sys.executable).parent / "agent-env"
+STARTUP_S = 60.0
+"""A bound on the server's first line: importing OpenEnv alone takes about 7 s."""
+EXIT_S = 30.0
+WAIT_S = 10.0
+"""How long the server, a process of its own, may take to log, to end a call or to leave nothing running."""
+CLIENT_TIMEOUT_S = 90.0
+EPISODE_LINE = re.compile(
+    r"agent_env\.openenv: episode (?P<split>\w+)/(?P<index>\d+) (?P<task>[\w-]+) \[(?P<toolset>[\w+]+)\]: "
+    r"(?P<outcome>.+) after (?P<calls>\d+) calls? in (?P<seconds>\d+\.\d\d)s$"
+)
+
+
+@dataclass
+class ServeProcess:
+    """A running `agent-env serve`, its output files, and the processes its sandboxes started."""
+
+    process: subprocess.Popen[bytes]
+    stdout: Path
+    stderr: Path
+    sandboxes: Path
+    strays: list[int] = field(default_factory=list)
+
+    def output(self) -> str:
+        return self.stdout.read_text() + self.stderr.read_text()
+
+    def first_line(self) -> str:
+        """The first line the server prints, once it has printed it; fails past `STARTUP_S`."""
+        assert until(lambda: "\n" in self.stdout.read_text() or self.process.poll() is not None, STARTUP_S)
+        text = self.stdout.read_text()
+        assert "\n" in text, f"agent-env serve printed no line (exit {self.process.poll()}):\n{self.output()}"
+        return text.splitlines()[0]
+
+    def episode_lines(self) -> list[dict[str, str]]:
+        found = (EPISODE_LINE.search(line) for line in self.output().splitlines())
+        return [match.groupdict() for match in found if match]
+
+
+def listening_url(line: str) -> str:
+    found = re.search(r"http://[^\s,]+", line)
+    assert found, f"no http URL in {line!r}"
+    return found.group(0)
+
+
+def environment(sandboxes: Path, **variables: str) -> dict[str, str]:
+    inherited = {k: v for k, v in os.environ.items() if k != "MAX_CONCURRENT_ENVS"}
+    return {**inherited, "TMPDIR": str(sandboxes), "PYTHONUNBUFFERED": "1", **variables}
+
+
+@pytest.fixture
+def agent_env_serve(tmp_path: Path) -> Iterator[Callable[..., ServeProcess]]:
+    """Start `agent-env serve ARGS` with TMPDIR in tmp_path; killed after the test if still running."""
+    started: list[ServeProcess] = []
+
+    def start(*args: str) -> ServeProcess:
+        sandboxes = tmp_path / "tmp"
+        sandboxes.mkdir(exist_ok=True)
+        stdout, stderr = tmp_path / f"stdout-{len(started)}.txt", tmp_path / f"stderr-{len(started)}.txt"
+        with stdout.open("wb") as out, stderr.open("wb") as err:
+            process = subprocess.Popen(
+                [str(SCRIPT), "serve", *args], stdout=out, stderr=err, env=environment(sandboxes)
+            )
+        served = ServeProcess(process, stdout, stderr, sandboxes)
+        started.append(served)
+        return served
+
+    yield start
+    for served in started:
+        if served.process.poll() is None:
+            served.process.kill()
+            served.process.wait(EXIT_S)
+        for pid in served.strays:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_serve_says_on_its_first_line_that_it_listens_on_loopback_and_plays_an_episode_it_logs_in_one_line(
+    agent_env_serve: Callable[..., ServeProcess], connect: Callable[..., Any]
+) -> None:
+    served = agent_env_serve(str(HARBOR), "--port", "0")
+    line = served.first_line()
+    url = listening_url(line)
+    client = connect(url, message_timeout_s=CLIENT_TIMEOUT_S)
+
+    started = client.reset(split="train", index=SINGLE_TURN_TASK, timeout_s=30)
+    *calls, scored = play_reference(client, "store-crate-000")
+
+    assert line.startswith("agent-env: serving harbor (eval 11, train 33 tasks) on http://127.0.0.1:")
+    assert urlsplit(url).hostname == "127.0.0.1" and (urlsplit(url).port or 0) > 0
+    assert started.observation["task_id"] == "store-crate-000"
+    assert [call.observation["error"] for call in calls] == [None]
+    assert (scored.done, scored.reward) == (True, 1.0)
+    assert until(lambda: served.episode_lines() != [], WAIT_S)
+    [logged] = served.episode_lines()
+    assert (logged["split"], logged["index"], logged["task"], logged["toolset"]) == (
+        "train",
+        "0",
+        "store-crate-000",
+        "dock",
+    )
+    assert (logged["outcome"], logged["calls"]) == ("scored 1", "2")
+    assert "not a loopback address" not in served.output()
+
+
+def test_sigterm_interrupts_the_call_in_flight_and_tears_down_every_episode_before_the_process_ends(
+    agent_env_serve: Callable[..., ServeProcess], connect: Callable[..., Any]
+) -> None:
+    served = agent_env_serve(str(HARBOR), "--port", "0")
+    url = listening_url(served.first_line())
+    finished = connect(url, message_timeout_s=CLIENT_TIMEOUT_S)
+    finished.reset(split="train", index=SINGLE_TURN_TASK, timeout_s=30)
+    *calls, scored = play_reference(finished, "store-crate-000")
+    idle, busy = (
+        connect(url, message_timeout_s=CLIENT_TIMEOUT_S),
+        connect(url, message_timeout_s=CLIENT_TIMEOUT_S),
+    )
+    idle.reset(split="train", index=BASH_TASK, timeout_s=30)
+    busy.reset(split="train", index=BASH_TASK, timeout_s=30)
+    outcomes: list[Any] = []
+
+    def call_sleeper() -> None:
+        try:
+            outcomes.append(busy.step(AgentEnvAction.call_tool("bash", {"command": SLEEPER}).wire()))
+        except Exception as exc:
+            outcomes.append(exc)
+
+    caller = threading.Thread(target=call_sleeper, daemon=True)
+    caller.start()
+    assert until(lambda: written_pids(served.sandboxes) != [], WAIT_S)
+    [pid] = written_pids(served.sandboxes)
+    served.strays.append(pid)
+    sandboxes_before = sandbox_folders(served.sandboxes)
+
+    served.process.send_signal(signal.SIGTERM)
+    exit_code = served.process.wait(EXIT_S)
+    caller.join(WAIT_S)
+
+    assert [call.observation["error"] for call in calls] == [None]
+    assert scored.reward == 1.0
+    assert len(sandboxes_before) == 2
+    assert exit_code == -signal.SIGTERM, served.output()
+    assert sandbox_folders(served.sandboxes) == []
+    assert until(lambda: not alive(pid), WAIT_S), f"the sleeping bash command ({pid}) outlived the server"
+    assert not caller.is_alive() and isinstance(outcomes[0], ConnectionClosed)
+    logged = sorted(served.episode_lines(), key=lambda line: line["outcome"])
+    assert [(line["index"], line["task"], line["toolset"]) for line in logged] == [
+        ("10", "manifest-total-000", "dock+bash"),
+        ("10", "manifest-total-000", "dock+bash"),
+        ("0", "store-crate-000", "dock"),
+    ]
+    abandoned, failed, finished_line = logged
+    assert abandoned["outcome"].startswith("abandoned") and abandoned["calls"] == "0"
+    assert failed["outcome"].startswith("failed SHUTTING_DOWN: ") and failed["calls"] == "1"
+    assert finished_line["outcome"] == "scored 1"
+
+
+def test_serve_with_a_bad_max_concurrent_envs_exits_non_zero_and_says_how_to_fix_it(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(SCRIPT), "serve", str(HARBOR), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_S,
+        check=False,
+        env=environment(tmp_path, MAX_CONCURRENT_ENVS="lots"),
+    )
+
+    assert done.returncode == 2
+    assert "error: MAX_CONCURRENT_ENVS must be a positive integer, got 'lots'" in done.stderr
+    assert "set it to, say, 64" in done.stderr
+    assert "serving" not in done.stdout

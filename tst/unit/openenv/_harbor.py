@@ -1,0 +1,46 @@
+"""The example bundle as the server's tests play it: where it is, its tasks, its reference plays."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from agent_env.bundle import load_bundle
+from agent_env.openenv import AgentEnvAction
+from agent_env.replay import Script, load_solutions
+
+HARBOR = Path(__file__).resolve().parents[3] / "examples" / "harbor"
+SINGLE_TURN_TASK = 0  # store-crate-000: a deckhand stores C17 in bay 5
+TWO_TURN_TASK = 2  # store-then-move-000: store C16 in bay 2, then move it to bay 6
+ACCESS_TASK = 4  # ship-crate-000: a deckhand task that enables remove_crate for its role
+BASH_TASK = 10  # manifest-total-000: the clerk's dock+bash toolset
+SLEEPER = "echo $$ > pid; exec sleep 60"
+"""A bash command that writes its pid in its sandbox folder, then sleeps as that pid."""
+
+
+@functools.cache
+def reference_play(task_id: str) -> Script:
+    """The task's reference play, from the bundle's solutions/train.jsonl."""
+    return load_solutions(load_bundle(HARBOR), "train")[task_id]
+
+
+def play_reference(client: Any, task_id: str) -> list[Any]:
+    """Play the task's reference play on `client`'s open episode; every answer, in order."""
+    answers = []
+    for turn in reference_play(task_id).turns:
+        for call in turn.calls:
+            answers.append(client.step(AgentEnvAction.call_tool(call.tool, call.arguments).wire()))
+        answers.append(client.step(AgentEnvAction.end_turn(turn.reply).wire()))
+    return answers
+
+
+def sandbox_folders(parent: Path) -> list[Path]:
+    """The local sandbox folders under `parent`."""
+    return sorted(parent.glob("agent-env-sandbox-*"))
+
+
+def written_pids(parent: Path) -> list[int]:
+    """The pids `SLEEPER` commands have written, whole, in the sandbox folders under `parent`."""
+    files = [folder / "pid" for folder in sandbox_folders(parent) if (folder / "pid").is_file()]
+    return [int(text) for text in (file.read_text() for file in files) if text.endswith("\n")]
