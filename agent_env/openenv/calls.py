@@ -20,7 +20,7 @@ class ClientLink:
     def __init__(self) -> None:
         self.gone = False
         self.reason = "CLIENT_GONE"
-        self._calls: set[asyncio.Future[object]] = set()
+        self._calls: set[asyncio.Future[Any]] = set()
 
     def lost(self, reason: str = "CLIENT_GONE") -> None:
         """The connection is gone (`CLIENT_GONE`) or being closed by the server (`SHUTTING_DOWN`):
@@ -30,7 +30,8 @@ class ClientLink:
         for call in list(self._calls):
             call.cancel()
 
-    def _watch(self, call: asyncio.Future[object]) -> None:
+    def watch(self, call: asyncio.Future[Any]) -> None:
+        """Cancel `call` if the connection goes while it runs."""
         self._calls.add(call)
         call.add_done_callback(self._calls.discard)
 
@@ -38,7 +39,7 @@ class ClientLink:
 CURRENT_LINK: contextvars.ContextVar[ClientLink | None] = contextvars.ContextVar(
     "agent_env_client_link", default=None
 )
-"""The link of the connection whose handler runs in this context (set by `watch_disconnects`)."""
+"""The link of the connection whose handler runs in this context (set by `WatchDisconnects`)."""
 
 
 class InterruptedCallError(Exception):
@@ -57,7 +58,7 @@ async def run_call(call: Awaitable[_T], timeout_s: float | None) -> _T:
     if link is not None:
         if link.gone:
             task.cancel()
-        link._watch(task)  # type: ignore[arg-type]
+        link.watch(task)
     try:
         done, _ = await asyncio.wait({task}, timeout=timeout_s)
     except asyncio.CancelledError:

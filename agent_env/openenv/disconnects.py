@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent_env.openenv.calls import CURRENT_LINK, ClientLink
+
+log = logging.getLogger("agent_env.openenv")
 
 _READ_AHEAD = 4
 """Messages read ahead per connection: room for a close behind a step, small enough to push back."""
@@ -67,8 +70,8 @@ class _Relay:
                     last = message
                     break
                 await self._queue.put(message)
-        except Exception:
-            pass
+        except Exception:  # the transport broke: for the handler, the client is gone all the same
+            log.debug("reading a WebSocket failed", exc_info=True)
         self.link.lost("SHUTTING_DOWN" if last.get("code") == _SERVER_RESTART else "CLIENT_GONE")
         self._last = last
         if self._queue.full():
