@@ -12,7 +12,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -27,6 +27,7 @@ from agent_env.openenv.wire import (
     AgentEnvObservation,
     AgentEnvState,
     CallError,
+    Phase,
 )
 from agent_env.served import ServedTask
 
@@ -34,8 +35,6 @@ Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False, strict=True)]
 _DEADLINE: TypeAdapter[float | None] = TypeAdapter(Seconds | None)
 
 _T = TypeVar("_T")
-
-Phase = Literal["idle", "deploying", "turn_open", "verifying", "ended"]
 
 
 class _ResetRequest(BaseModel):

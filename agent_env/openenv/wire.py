@@ -53,6 +53,9 @@ ENDING_CODES = frozenset(
 
 Kind = Literal["call_tool", "end_turn", "list_tools"]
 
+Phase = Literal["idle", "deploying", "turn_open", "verifying", "ended"]
+"""Where a session's episode is: none yet, deploying, a turn open, verifying, or ended."""
+
 
 class AgentEnvAction(Action):
     """One step of a session: call a tool, end the open turn with a reply, or list the tools."""
@@ -128,7 +131,7 @@ class AgentEnvState(State):
     split: str | None = None
     index: int | None = None
     turn: int | None = None
-    phase: Literal["idle", "deploying", "turn_open", "verifying", "ended"] = "idle"
+    phase: Phase = "idle"
 
 
 def _deadline(timeout_s: float | None) -> dict[str, Any]:
