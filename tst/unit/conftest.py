@@ -1,9 +1,12 @@
-"""Fixtures the unit tests share: blocking OpenEnv clients, each closed after its test."""
+"""Fixtures the unit tests share: servers on loopback and blocking OpenEnv clients, each closed after its test.
+
+OpenEnv is imported only when a server or a client is made, so tests that use neither never import it.
+"""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -29,3 +32,25 @@ def connect() -> Iterator[Callable[..., Any]]:
     for client in clients:
         with contextlib.suppress(Exception):
             client.close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., Any]]:
+    """Start a `BackgroundServer` for an ASGI app, or for fake tasks by split (`_app`'s keywords pass
+    through); every server is stopped after the test."""
+    servers: list[Any] = []
+
+    def start(what: Any, **options: Any) -> Any:
+        from agent_env.openenv import BackgroundServer
+        from agent_env.openenv.app import _app
+        from agent_env.testing import fake_served
+
+        app = _app(fake_served(what), **options) if isinstance(what, Mapping) else what
+        server = BackgroundServer(app).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        if server.running:
+            server.stop()

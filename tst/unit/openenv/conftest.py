@@ -1,38 +1,14 @@
-"""Servers on loopback for the server's tests, each stopped after its test.
-
-The `connect` fixture, for OpenEnv clients, is in tst/unit/conftest.py; `Connect` is its type here.
-"""
+"""Types of the fixtures the server's tests use: `serve` and `connect` are in tst/unit/conftest.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable
 
-import pytest
-from fastapi import FastAPI
 from openenv.core.sync_client import SyncEnvClient
 
 from agent_env.openenv import BackgroundServer
-from agent_env.openenv.app import _app
-from agent_env.testing import FakeTask, fake_served
 
 Serve = Callable[..., BackgroundServer]
+"""The type of the `serve` fixture: an app, or fake tasks by split (and `_app`'s keywords), to a server."""
 Connect = Callable[..., SyncEnvClient]
-"""The type of the `connect` fixture (tst/unit/conftest.py): a URL and client options to a client."""
-
-
-@pytest.fixture
-def serve() -> Iterator[Serve]:
-    """Start a server for an app, or for fake tasks by split (`_app`'s keywords pass through)."""
-    servers: list[BackgroundServer] = []
-
-    def start(what: FastAPI | Mapping[str, Sequence[FakeTask]], **options: Any) -> BackgroundServer:
-        app = what if isinstance(what, FastAPI) else _app(fake_served(what), **options)
-        server = BackgroundServer(app).start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        if server.running:
-            server.stop()
+"""The type of the `connect` fixture: a URL and client options to a client."""

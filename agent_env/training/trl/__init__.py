@@ -1,0 +1,51 @@
+"""TRL's side of a served bundle: `AgentEnv(url).dataset` and `.factory` for GRPOTrainer and AsyncGRPO.
+
+Behind the `trl` extra (`pip install 'agentenv-framework[trl]'`); TRL itself is the trainer's to pin
+and is never imported here. Importing this package imports OpenEnv's client (several seconds).
+"""
+
+from __future__ import annotations
+
+from agent_env.training.trl._require import require_trl_extra
+
+require_trl_extra()
+
+from agent_env.openenv._require import require_openenv  # noqa: E402
+
+try:
+    require_openenv()
+except ImportError as missing:
+    raise ImportError(f"{missing}; agent_env.training.trl: pip install 'agentenv-framework[trl]'") from None
+
+from agent_env.training.trl.agentenv import (  # noqa: E402
+    DEFAULT_RESET_TIMEOUT_S,
+    DEFAULT_TOOL_TIMEOUT_S,
+    AgentEnv,
+    Factory,
+)
+from agent_env.training.trl.classes import ToolsetEnvironment, ToolsetSettings  # noqa: E402
+from agent_env.training.trl.errors import (  # noqa: E402
+    ServerAtCapacityError,
+    ServerUnavailableError,
+    ToolCallError,
+    UnknownSplitError,
+    UnsupportedToolError,
+)
+from agent_env.training.trl.rollout import TASK_OVER  # noqa: E402
+from agent_env.training.trl.session import GRACE_SECONDS  # noqa: E402
+
+__all__ = [
+    "DEFAULT_RESET_TIMEOUT_S",
+    "DEFAULT_TOOL_TIMEOUT_S",
+    "GRACE_SECONDS",
+    "TASK_OVER",
+    "AgentEnv",
+    "Factory",
+    "ServerAtCapacityError",
+    "ServerUnavailableError",
+    "ToolCallError",
+    "ToolsetEnvironment",
+    "ToolsetSettings",
+    "UnknownSplitError",
+    "UnsupportedToolError",
+]

@@ -1,0 +1,244 @@
+"""`AgentEnv`: a served bundle as TRL's `train_dataset` and `environment_factory`.
+
+The dataset comes from the server's Task API. The factory is one generated class per toolset of the
+split, each built from the tools the server lists when one of the toolset's tasks is played (one
+task per toolset, one at a time). With one toolset the factory is that class; with several it is a
+dict toolset name -> class, and every dataset row names its class in TRL's `environment` column.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from agent_env.task import TaskSpec
+from agent_env.training.trl._exit import at_exit
+from agent_env.training.trl.classes import (
+    ToolsetSettings,
+    check_rendering,
+    close_instances,
+    environment_class,
+)
+from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
+from agent_env.training.trl.session import GRACE_SECONDS, Session
+from agent_env.training.trl.taskapi import TaskAPI
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+    from agent_env.bundle import Bundle
+    from agent_env.openenv import BackgroundServer
+    from agent_env.sandbox.base import SandboxProvider
+
+DEFAULT_RESET_TIMEOUT_S = 300.0
+"""The deadline of a reset (deploy) and of an end_turn (the last one runs the verifiers)."""
+DEFAULT_TOOL_TIMEOUT_S = 60.0
+"""The deadline of a tool call, unless `tool_timeouts` names the tool."""
+
+Factory = type | dict[str, type]
+
+
+class AgentEnv:
+    """The tasks and tools of the agent_env server at `url`, shaped for TRL's GRPO trainers.
+
+    Fails at once, with the fix in the message, when no agent_env server answers at `url` or it
+    serves no `split`.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        split: str = "train",
+        reset_timeout: float = DEFAULT_RESET_TIMEOUT_S,
+        tool_timeout: float = DEFAULT_TOOL_TIMEOUT_S,
+        tool_timeouts: Mapping[str, float] | None = None,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        for name, seconds in [
+            ("reset_timeout", reset_timeout),
+            ("tool_timeout", tool_timeout),
+            ("connect_timeout", connect_timeout),
+            *((f"tool_timeouts[{tool!r}]", s) for tool, s in (tool_timeouts or {}).items()),
+        ]:
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 < seconds < 1e9:
+                raise ValueError(f"{name} must be a number of seconds > 0, got {seconds!r}")
+        self.split = split
+        self.reset_timeout = float(reset_timeout)
+        self.tool_timeout = float(tool_timeout)
+        self.tool_timeouts = {tool: float(s) for tool, s in (tool_timeouts or {}).items()}
+        self.connect_timeout = float(connect_timeout)
+        self._api = TaskAPI(url)
+        self.url = self._api.url
+        self._held = _Held(uuid.uuid4().hex, self._api)
+        try:
+            self._tasks = {split: self._api.tasks(split)}
+        except BaseException:
+            self._held.close()
+            raise
+        at_exit(self._held.close)
+
+    @classmethod
+    def local(
+        cls,
+        bundle: Bundle | str | Path,
+        *,
+        max_concurrent_envs: int | None = None,
+        sandbox: str | SandboxProvider | None = None,
+        **options: Any,
+    ) -> AgentEnv:
+        """Serve `bundle` in this process on a free loopback port, and use it.
+
+        `max_concurrent_envs` defaults to `MAX_CONCURRENT_ENVS`, else 64. The server stops, after
+        tearing down every episode, at `close()` or when the process exits.
+        """
+        from agent_env.openenv import build_app
+
+        app = build_app(bundle, max_concurrent_envs=max_concurrent_envs, sandbox=sandbox)
+        return cls._serving(app, **options)
+
+    @classmethod
+    def _serving(cls, app: Any, **options: Any) -> AgentEnv:
+        """Serve an app (as `_app` makes for hand-built tasks) in process, and use it."""
+        from agent_env.openenv import BackgroundServer
+
+        server = BackgroundServer(app).start()
+        try:
+            env = cls(server.url, **options)
+        except BaseException:
+            server.stop()
+            raise
+        env._held.server = server
+        return env
+
+    @cached_property
+    def dataset(self) -> Dataset:
+        """One row per task of the split: `prompt` (chat messages), `split`, `index` (and `environment`)."""
+        return self.dataset_for(self.split)
+
+    def dataset_for(self, split: str) -> Dataset:
+        """The rows of another split (an eval split, say), for the same factory."""
+        from datasets import Dataset
+
+        tasks = self._split_tasks(split)
+        toolsets = self._toolsets()
+        if stray := sorted({task.toolset.name for task in tasks} - set(toolsets)):
+            raise ValueError(
+                f"split '{split}' has tasks of toolsets ({', '.join(stray)}) that split '{self.split}', the "
+                f"factory's, lacks, so TRL could not run them: make AgentEnv(url, split='{split}') for them"
+            )
+        multi = len(toolsets) > 1
+        return Dataset.from_list([_row(task, multi) for task in tasks])
+
+    @cached_property
+    def factory(self) -> Factory:
+        """TRL's `environment_factory`: a class, or a dict toolset name -> class when toolsets differ."""
+        self._require_open()
+        classes: dict[str, type] = {}
+        for name, task in self._toolsets().items():
+            made = environment_class(self._settings(name, task))
+            check_rendering(made)
+            classes[name] = made
+        return next(iter(classes.values())) if len(classes) == 1 else classes
+
+    def close(self) -> None:
+        """End every episode this AgentEnv's environments hold, and stop the server `local()` started."""
+        self._held.close()
+
+    def __enter__(self) -> AgentEnv:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"AgentEnv({self.url!r}, split={self.split!r})"
+
+    def _require_open(self) -> None:
+        if self._held.closed:
+            raise RuntimeError(f"{self!r} is closed: make a new AgentEnv")
+
+    def _split_tasks(self, split: str) -> list[TaskSpec]:
+        self._require_open()
+        if split not in self._tasks:
+            self._tasks[split] = self._api.tasks(split)
+        return self._tasks[split]
+
+    def _toolsets(self) -> dict[str, TaskSpec]:
+        """Each toolset of the split, with the first task that uses it."""
+        tasks = self._split_tasks(self.split)
+        if not tasks:
+            raise UnknownSplitError(f"split '{self.split}' on {self.url} has no tasks: pass another split=")
+        firsts: dict[str, TaskSpec] = {}
+        for task in tasks:
+            firsts.setdefault(task.toolset.name, task)
+        return firsts
+
+    def _settings(self, toolset: str, task: TaskSpec) -> ToolsetSettings:
+        return ToolsetSettings(
+            key=self._held.key,
+            url=self.url,
+            toolset=toolset,
+            tools=tuple(json.dumps(tool) for tool in self._listed_tools(task)),
+            reset_timeout_s=self.reset_timeout,
+            tool_timeout_s=self.tool_timeout,
+            tool_timeouts_s=tuple(sorted(self.tool_timeouts.items())),
+            connect_timeout_s=self.connect_timeout,
+        )
+
+    def _listed_tools(self, task: TaskSpec) -> list[dict[str, Any]]:
+        """The tools of the task's toolset, as the server lists them when the task is played."""
+        session = Session(self.url, connect_timeout_s=self.connect_timeout)
+        session.open()
+        try:
+            answer = session.reset(task.split, task.index, timeout_s=self.reset_timeout).result()
+        except Exception as exc:
+            raise ServerUnavailableError(
+                f"listing toolset '{task.toolset.name}': playing task {task.split}/{task.index} failed: {exc}"
+            ) from None
+        finally:
+            session.close()
+        if answer.error is not None or answer.tools is None:
+            why = f"{answer.error.code}: {answer.error.message}" if answer.error else "it listed no tools"
+            raise ServerUnavailableError(
+                f"listing toolset '{task.toolset.name}': playing task {task.split}/{task.index} failed: {why}"
+            )
+        return answer.tools
+
+
+def _row(task: TaskSpec, multi: bool) -> dict[str, Any]:
+    row: dict[str, Any] = {"prompt": task.prompt, "split": task.split, "index": task.index}
+    if multi:
+        row["environment"] = task.toolset.name
+    return row
+
+
+@dataclass
+class _Held:
+    """What an AgentEnv must release, even when the process exits after the AgentEnv itself is gone
+    (a trainer's script keeps the factory, not the AgentEnv): its classes' sessions, its server."""
+
+    key: str
+    api: TaskAPI
+    server: BackgroundServer | None = None
+    closed: bool = False
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        close_instances(self.key)
+        self.api.close()
+        if self.server is not None:
+            self.server.stop()
+
+
+__all__ = ["DEFAULT_RESET_TIMEOUT_S", "DEFAULT_TOOL_TIMEOUT_S", "GRACE_SECONDS", "AgentEnv"]

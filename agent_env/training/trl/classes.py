@@ -1,0 +1,212 @@
+"""The classes TRL instantiates: one per toolset, generated from the tools the server lists.
+
+A class's public functions are exactly its toolset's tools plus `end_turn`; `reset` and `get_reward`
+are its only other public names (TRL offers every other public function to the model as a tool).
+AsyncGRPO pickles the factory into a spawned process, and generated classes cannot be found by
+name there; so they have their own metaclass, registered with `copyreg`: a class pickles as its
+`ToolsetSettings` (the listed tools, the server, the deadlines, and the key of the `AgentEnv` it came
+from) and is rebuilt from them without asking the server again. Any other class of that metaclass
+(a user's subclass) pickles by name, as classes do, and fails to if it cannot be found by name.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import importlib.util
+import json
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from agent_env.training.trl._exit import at_exit
+from agent_env.training.trl.rollout import Deadlines, Rollouts
+from agent_env.training.trl.signatures import (
+    ToolSignature,
+    UnsupportedToolError,
+    bind_arguments,
+    tool_signature,
+)
+
+
+@dataclass(frozen=True)
+class ToolsetSettings:
+    """Everything a toolset's class needs; plain data, so it pickles into a spawned process."""
+
+    key: str
+    """The `AgentEnv` the class came from: `AgentEnv.close()` closes the instances of its key only."""
+    url: str
+    toolset: str
+    tools: tuple[str, ...]
+    """Each tool's JSON Schema, as JSON text."""
+    reset_timeout_s: float
+    tool_timeout_s: float
+    tool_timeouts_s: tuple[tuple[str, float], ...] = ()
+    connect_timeout_s: float = 10.0
+
+    @property
+    def deadlines(self) -> Deadlines:
+        return Deadlines(self.reset_timeout_s, self.tool_timeout_s, dict(self.tool_timeouts_s))
+
+    def signatures(self) -> list[ToolSignature]:
+        signatures = []
+        for text in self.tools:
+            try:
+                signatures.append(tool_signature(json.loads(text)))
+            except UnsupportedToolError as exc:
+                raise UnsupportedToolError(f"toolset '{self.toolset}': {exc}") from None
+        return signatures
+
+
+class _EnvironmentClass(type):
+    """The metaclass of every toolset class; `copyreg` reduces its classes (see the module's docstring)."""
+
+
+class ToolsetEnvironment(metaclass=_EnvironmentClass):
+    """One rollout's environment at a time on one server session; TRL reuses instances across rollouts."""
+
+    _settings: ClassVar[ToolsetSettings]
+
+    def __init__(self) -> None:
+        settings: ToolsetSettings | None = getattr(type(self), "_settings", None)
+        if settings is None:
+            raise TypeError("ToolsetEnvironment is a base: use the classes of AgentEnv(...).factory")
+        self._rollouts = Rollouts(
+            settings.url, settings.deadlines, connect_timeout_s=settings.connect_timeout_s
+        )
+        _track(settings.key, self)
+
+    def reset(self, **row: Any) -> None:
+        """Start the row's task (its `split` and `index`); returns at once, while the task deploys."""
+        self._rollouts.reset(row)
+
+    def end_turn(self, reply: str = "") -> str:
+        """End your turn with your reply to the user. Call it once you have done what they asked.
+
+        Args:
+            reply: Your reply to the user.
+        """
+        return self._rollouts.end_turn(reply)
+
+    def get_reward(self) -> float | None:
+        """The episode's score from the task's verifiers; None when it could not be scored."""
+        return self._rollouts.reward()
+
+    def _close(self) -> None:
+        self._rollouts.close()
+
+
+_CLASSES: weakref.WeakValueDictionary[tuple[str, str], _EnvironmentClass] = weakref.WeakValueDictionary()
+_CLASSES_LOCK = threading.Lock()
+
+
+def environment_class(settings: ToolsetSettings) -> _EnvironmentClass:
+    """The class of a toolset; the same class again for the same settings in one process."""
+    with _CLASSES_LOCK:
+        known = _CLASSES.get((settings.key, settings.toolset))
+        if known is not None and known.__dict__["_settings"] == settings:
+            return known
+        namespace: dict[str, Any] = {
+            "__module__": __name__,
+            "__qualname__": settings.toolset,
+            "__doc__": f"The tools of toolset '{settings.toolset}' on {settings.url}, plus end_turn.",
+            "_settings": settings,
+            "_generated": True,
+        }
+        for signature in settings.signatures():
+            namespace[signature.name] = _tool_method(signature, settings.toolset)
+        made = _EnvironmentClass(settings.toolset, (ToolsetEnvironment,), namespace)
+        _CLASSES[(settings.key, settings.toolset)] = made
+        return made
+
+
+def check_rendering(cls: _EnvironmentClass) -> None:
+    """Render each tool as TRL will (transformers' get_json_schema), when transformers is installed.
+
+    TRL renders tools only at its first generation, deep in `train()`; a tool it cannot render is
+    refused here instead, when the factory is built, naming the tool.
+    """
+    if importlib.util.find_spec("transformers") is None:
+        return
+    from transformers.utils.chat_template_utils import get_json_schema
+
+    settings: ToolsetSettings = cls.__dict__["_settings"]
+    for tool in settings.tools:
+        listed = json.loads(tool).get("function", {})
+        name = listed.get("name")
+        try:
+            rendered = get_json_schema(getattr(cls, name))["function"]
+        except Exception as exc:
+            raise UnsupportedToolError(
+                f"toolset '{settings.toolset}', tool '{name}': transformers' get_json_schema, which TRL "
+                f"shows tools with, cannot render it: {exc}"
+            ) from None
+        parameters = listed.get("parameters") or {}
+        expected = (
+            name,
+            (listed.get("description") or "").strip(),
+            list(parameters.get("properties") or {}),
+            sorted(parameters.get("required") or []),
+        )
+        got = (
+            rendered["name"],
+            rendered["description"],
+            list(rendered["parameters"]["properties"]),
+            sorted(rendered["parameters"].get("required", [])),
+        )
+        if expected != got:
+            raise UnsupportedToolError(
+                f"toolset '{settings.toolset}', tool '{name}': get_json_schema renders it as {rendered!r}, "
+                f"which is not the tool the server lists ({listed!r}): simplify its description or arguments"
+            )
+
+
+def _tool_method(signature: ToolSignature, toolset: str) -> Callable[..., str]:
+    bind = bind_arguments(signature)
+    name = signature.name
+
+    def call(self: ToolsetEnvironment, /, **arguments: Any) -> str:
+        return self._rollouts.call_tool(name, bind(self, **arguments))
+
+    call.__name__ = name
+    call.__qualname__ = f"{toolset}.{name}"
+    call.__module__ = __name__
+    call.__doc__ = signature.doc
+    call.__signature__ = signature.signature  # type: ignore[attr-defined]
+    call.__annotations__ = signature.annotations
+    return call
+
+
+def _reduce_class(cls: _EnvironmentClass) -> str | tuple[Any, ...]:
+    if cls.__dict__.get("_generated"):
+        return (environment_class, (cls.__dict__["_settings"],))
+    return cls.__qualname__
+
+
+copyreg.pickle(_EnvironmentClass, _reduce_class)
+
+
+_LIVE: dict[str, weakref.WeakSet[ToolsetEnvironment]] = {}
+_CLOSED: set[str] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _track(key: str, instance: ToolsetEnvironment) -> None:
+    with _LIVE_LOCK:
+        if key in _CLOSED:
+            raise RuntimeError("the AgentEnv this environment class came from is closed: make a new AgentEnv")
+        _LIVE.setdefault(key, weakref.WeakSet()).add(instance)
+
+
+def close_instances(key: str | None = None) -> None:
+    """Close every instance of one `AgentEnv`'s classes (or of all): their episodes end on the server."""
+    with _LIVE_LOCK:
+        keys = [key] if key is not None else list(_LIVE)
+        _CLOSED.update(keys)
+        instances = [instance for k in keys for instance in list(_LIVE.pop(k, ()))]
+    for instance in instances:
+        instance._close()
+
+
+at_exit(close_instances)

@@ -1,0 +1,29 @@
+"""What can go wrong on the trainer's side, each error saying how to fix it."""
+
+from __future__ import annotations
+
+from agent_env.training.trl.signatures import UnsupportedToolError
+
+__all__ = [
+    "ServerAtCapacityError",
+    "ServerUnavailableError",
+    "ToolCallError",
+    "UnknownSplitError",
+    "UnsupportedToolError",
+]
+
+
+class ServerUnavailableError(ConnectionError):
+    """No agent_env server answers at the URL (or what answers is not one)."""
+
+
+class ServerAtCapacityError(RuntimeError):
+    """The server holds as many sessions as it may: it refused this one."""
+
+
+class UnknownSplitError(ValueError):
+    """The server serves no split of that name."""
+
+
+class ToolCallError(RuntimeError):
+    """A call the episode could not carry out; TRL shows its message to the model as the tool's error."""

@@ -1,0 +1,200 @@
+"""One environment instance's episodes: reset at once, then tools, turns and the reward in order.
+
+TRL resets every rollout of a batch, one after the other, before generating; so `reset` only sends
+the reset and returns, and the first tool call or `get_reward` waits for the deploy. Calls on one
+instance are serialized by a lock (AsyncGRPO calls from a thread pool). An episode that cannot be
+scored (it failed on the server, missed a deadline, lost its session, or is not the task its row
+names) gives no reward: `None`, which TRL turns into NaN.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
+from agent_env.training.trl.errors import ToolCallError
+from agent_env.training.trl.session import ServerRefusedError, Session, SessionLostError
+
+TASK_OVER = "The task is over: your reply ended its last turn."
+"""What `end_turn` answers when the turn it ends was the task's last."""
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    """Seconds the server gives each call: resets and turn ends `reset_s`, each tool its own."""
+
+    reset_s: float
+    tool_s: float
+    per_tool: Mapping[str, float] = field(default_factory=dict)
+
+    def tool(self, name: str) -> float:
+        return self.per_tool.get(name, self.tool_s)
+
+
+@dataclass
+class _Episode:
+    split: str
+    index: int
+    prompt: list[dict[str, Any]] | None
+    deploy: concurrent.futures.Future[AgentEnvObservation]
+    deployed: bool = False
+    done: bool = False
+    reward: float | None = None
+    ended: str | None = None
+    """Why the episode cannot go on or be scored; None while it can."""
+
+
+class Rollouts:
+    """The episodes one environment instance plays, one at a time, on one session it keeps open."""
+
+    def __init__(self, url: str, deadlines: Deadlines, *, connect_timeout_s: float) -> None:
+        self._url = url
+        self._deadlines = deadlines
+        self._connect_timeout_s = connect_timeout_s
+        self._lock = threading.RLock()
+        self._session: Session | None = None
+        self._episode: _Episode | None = None
+        self._closed = False
+
+    def reset(self, row: Mapping[str, Any]) -> None:
+        """Send the reset for the row's task; the episode deploys while TRL goes on."""
+        split, index, prompt = _task_of(row)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(
+                    "this environment was closed (by AgentEnv.close() or at exit): make a new AgentEnv"
+                )
+            if self._episode is not None:
+                _settle(self._episode.deploy)
+            self._episode = None
+            session = self._open_session()
+            deploy = session.reset(split, index, timeout_s=self._deadlines.reset_s)
+            self._episode = _Episode(split, index, prompt, deploy)
+
+    def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        with self._lock:
+            episode = self._playing(f"call {name}")
+            deadline = self._deadlines.tool(name)
+            action = AgentEnvAction.call_tool(name, arguments, timeout_s=deadline)
+            answer = self._step(episode, action, deadline)
+            return answer.result or ""
+
+    def end_turn(self, reply: str) -> str:
+        """End the open turn; the answer is the next turn's request, or that the task is over."""
+        with self._lock:
+            episode = self._playing("end the turn")
+            answer = self._end_turn(episode, reply)
+            if episode.done:
+                return TASK_OVER
+            return (answer.prompt or [{"content": ""}])[-1].get("content", "")
+
+    def reward(self) -> float | None:
+        """End the turns left open with an empty reply, then the score; None if it cannot be scored."""
+        with self._lock:
+            episode = self._episode
+            if episode is None:
+                return None
+            self._deployed(episode)
+            while episode.ended is None and not episode.done:
+                try:
+                    self._end_turn(episode, "")
+                except ToolCallError:
+                    break
+            return None if episode.ended is not None else episode.reward
+
+    def close(self) -> None:
+        """Close the session (the server tears down its episode); later resets are refused."""
+        self._closed = True
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
+
+    def _open_session(self) -> Session:
+        if self._session is not None and self._session.lost:
+            self._session.close()
+            self._session = None
+        if self._session is None:
+            session = Session(self._url, connect_timeout_s=self._connect_timeout_s)
+            session.open()
+            self._session = session
+        return self._session
+
+    def _playing(self, what: str) -> _Episode:
+        episode = self._episode
+        if episode is None:
+            raise ToolCallError(f"cannot {what}: no episode was reset")
+        self._deployed(episode)
+        if episode.ended is not None:
+            raise ToolCallError(f"cannot {what}: {episode.ended}")
+        if episode.done:
+            raise ToolCallError(f"cannot {what}: the task is over (its last turn ended)")
+        return episode
+
+    def _deployed(self, episode: _Episode) -> None:
+        """Wait for the episode's reset, once, and check it deployed the row's task."""
+        if episode.deployed:
+            return
+        episode.deployed = True
+        try:
+            answer = episode.deploy.result()
+        except (SessionLostError, ServerRefusedError) as failed:
+            episode.ended = f"the episode was lost: its reset failed: {failed}"
+            return
+        if answer.error is not None:
+            episode.ended = f"the episode ended: {answer.error.code}: {answer.error.message}"
+        elif (answer.split, answer.index) != (episode.split, episode.index) or (
+            episode.prompt is not None and _messages(answer.prompt) != _messages(episode.prompt)
+        ):
+            episode.ended = (
+                f"the server's task {answer.split}/{answer.index} ('{answer.task_id}') is not the row's "
+                f"({episode.split}/{episode.index}, with its prompt): the dataset is stale; rebuild it"
+            )
+
+    def _end_turn(self, episode: _Episode, reply: str) -> AgentEnvObservation:
+        reset_s = self._deadlines.reset_s
+        answer = self._step(episode, AgentEnvAction.end_turn(reply, timeout_s=reset_s), reset_s)
+        if answer.done:
+            episode.done, episode.reward = True, answer.reward
+        return answer
+
+    def _step(self, episode: _Episode, action: AgentEnvAction, timeout_s: float) -> AgentEnvObservation:
+        assert self._session is not None
+        try:
+            answer = self._session.step(action, timeout_s=timeout_s).result()
+        except SessionLostError as lost:
+            episode.ended = f"the episode was lost: {lost}"
+            raise ToolCallError(episode.ended) from None
+        except ServerRefusedError as refused:
+            raise ToolCallError(f"the server refused the call: {refused.code}: {refused.message}") from None
+        if answer.error is not None:
+            if answer.done:
+                episode.ended = f"the episode ended: {answer.error.code}: {answer.error.message}"
+            raise ToolCallError(answer.error.message)
+        return answer
+
+
+def _task_of(row: Mapping[str, Any]) -> tuple[str, int, list[dict[str, Any]] | None]:
+    split, index = row.get("split"), row.get("index")
+    if not isinstance(split, str) or isinstance(index, bool) or not isinstance(index, int):
+        raise TypeError(
+            f"reset() needs the row's split (str) and index (int), got split={split!r}, index={index!r}: "
+            "train on AgentEnv.dataset (or dataset_for(split)), whose rows carry both"
+        )
+    prompt = row.get("prompt")
+    return split, index, list(prompt) if isinstance(prompt, list) else None
+
+
+def _messages(prompt: Any) -> list[tuple[Any, Any]]:
+    return [(m.get("role"), m.get("content")) for m in prompt or []]
+
+
+def _settle(future: concurrent.futures.Future[Any]) -> None:
+    """Wait for a message still in flight, whatever its outcome, so the next one does not overtake it."""
+    try:
+        future.result()
+    except Exception:
+        return

@@ -1,0 +1,179 @@
+"""One session on the server through OpenEnv's `GenericEnvClient`, every message within a deadline.
+
+All sessions of a process share one event loop on a daemon thread, so hundreds of environments cost
+one thread, not one each. Each message waits `GRACE_SECONDS` longer than the deadline it carries,
+so the server (which answers a missed deadline at once) speaks first. A message that still gets no
+answer, or a connection that drops, loses the session: OpenEnv's client would silently reconnect to
+a fresh session with no episode, so the session is closed instead and the caller told.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import re
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from openenv import GenericEnvClient
+
+from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
+from agent_env.training.trl.errors import ServerAtCapacityError, ServerUnavailableError
+
+GRACE_SECONDS = 5.0
+"""How much longer than its deadline a message waits for the server's answer."""
+
+CAPACITY_RETRY_S = 2.0
+"""How long opening a session retries when the server is at its session limit."""
+
+_CAPACITY_POLL_S = 0.05
+_CLOSE_WAIT_S = 10.0
+_SERVER_ERROR = re.compile(r"^Server error: (?P<message>.*) \(code: (?P<code>[A-Z_]+)\)$", re.DOTALL)
+
+_T = TypeVar("_T")
+
+
+class SessionLostError(Exception):
+    """The session is gone: no answer in time, or the connection dropped. Its episode is lost."""
+
+
+class _ClientLoop:
+    """The process's event loop for every session, on a daemon thread started on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def submit(self, work: Callable[[], Awaitable[_T]]) -> concurrent.futures.Future[_T]:
+        """Run `work()` on the loop: it is called there, since OpenEnv's client picks its mode by the
+        loop it is called on."""
+        return asyncio.run_coroutine_threadsafe(_awaited(work), self._running())
+
+    def _running(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="agent-env-sessions", daemon=True).start()
+                self._loop = loop
+            return self._loop
+
+
+async def _awaited(work: Callable[[], Awaitable[_T]]) -> _T:
+    return await work()
+
+
+_LOOP = _ClientLoop()
+
+
+class Session:
+    """One WebSocket session: opened (and checked) at once, then one message at a time."""
+
+    def __init__(self, url: str, *, connect_timeout_s: float) -> None:
+        self.url = url
+        self._connect_timeout_s = connect_timeout_s
+        self._client = GenericEnvClient(
+            base_url=url, connect_timeout_s=connect_timeout_s, message_timeout_s=None
+        )
+        self.lost = False
+
+    def open(self) -> None:
+        """Connect, and make sure the server kept the session (at capacity it refuses it).
+
+        A refusal for capacity is retried for `CAPACITY_RETRY_S`: a session closed a moment ago
+        (the factory's own, say) frees its slot only once the server has ended it.
+        """
+        wait_s = self._connect_timeout_s + GRACE_SECONDS
+        retry_until = time.monotonic() + CAPACITY_RETRY_S
+        try:
+            while True:
+                try:
+                    self._run(self._client.state, wait_s).result()
+                    return
+                except ServerRefusedError as refused:
+                    if refused.code != "CAPACITY_REACHED" or time.monotonic() > retry_until:
+                        raise
+                time.sleep(_CAPACITY_POLL_S)
+        except SessionLostError as lost:
+            self.close()
+            raise ServerUnavailableError(f"cannot open a session on {self.url}: {lost}") from None
+        except ServerRefusedError as refused:
+            self.close()
+            if refused.code == "CAPACITY_REACHED":
+                raise ServerAtCapacityError(
+                    f"the server at {self.url} is at its session limit ({refused.message}). Each rollout "
+                    "in flight holds one session: raise the limit to at least the rollouts a generation "
+                    "batch plays at once, with MAX_CONCURRENT_ENVS=N (or --max-concurrent-envs N) for "
+                    "`agent-env serve`, or AgentEnv.local(..., max_concurrent_envs=N)"
+                ) from None
+            raise ServerUnavailableError(
+                f"the server at {self.url} refused a session: {refused.code}: {refused.message}"
+            ) from None
+
+    def reset(
+        self, split: str, index: int, *, timeout_s: float
+    ) -> concurrent.futures.Future[AgentEnvObservation]:
+        """Start an episode; the future holds the server's answer (or a `SessionLostError`)."""
+
+        async def send() -> Any:
+            return await self._client.reset(split=split, index=index, timeout_s=timeout_s)
+
+        return self._observed(send, timeout_s + GRACE_SECONDS)
+
+    def step(
+        self, action: AgentEnvAction, *, timeout_s: float
+    ) -> concurrent.futures.Future[AgentEnvObservation]:
+        """Send one step whose deadline is `timeout_s`; the future holds the answer."""
+
+        async def send() -> Any:
+            return await self._client.step(action.wire())
+
+        return self._observed(send, timeout_s + GRACE_SECONDS)
+
+    def close(self) -> None:
+        """Close the connection (the server then tears down the session's episode); never raises."""
+        with contextlib.suppress(Exception):
+            _LOOP.submit(self._client.close).result(_CLOSE_WAIT_S)
+
+    def _observed(
+        self, send: Callable[[], Awaitable[Any]], wait_s: float
+    ) -> concurrent.futures.Future[AgentEnvObservation]:
+        async def observe() -> AgentEnvObservation:
+            result = await self._within(send, wait_s)
+            observation: AgentEnvObservation = AgentEnvObservation.model_validate(
+                {**result.observation, "reward": result.reward, "done": result.done}
+            )
+            return observation
+
+        return _LOOP.submit(observe)
+
+    def _run(self, send: Callable[[], Awaitable[_T]], wait_s: float) -> concurrent.futures.Future[_T]:
+        return _LOOP.submit(lambda: self._within(send, wait_s))
+
+    async def _within(self, send: Callable[[], Awaitable[_T]], wait_s: float) -> _T:
+        if self.lost:
+            raise SessionLostError("the session was lost before this call")
+        try:
+            return await asyncio.wait_for(_awaited(send), wait_s)
+        except TimeoutError:
+            self.lost = True
+            raise SessionLostError(f"the server sent no answer within {wait_s:g} s") from None
+        except RuntimeError as exc:
+            if match := _SERVER_ERROR.match(str(exc)):
+                raise ServerRefusedError(match["code"], match["message"]) from None
+            self.lost = True
+            raise SessionLostError(f"{type(exc).__name__}: {exc}") from None
+        except Exception as exc:
+            self.lost = True
+            raise SessionLostError(f"the connection failed: {type(exc).__name__}: {exc}") from None
+
+
+class ServerRefusedError(Exception):
+    """An OpenEnv error frame: the server refused the message (or the whole session)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message

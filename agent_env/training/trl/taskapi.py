@@ -1,0 +1,77 @@
+"""The server's Task API over HTTP: which environment it serves, its splits, each split's tasks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from pydantic import TypeAdapter
+
+from agent_env.task import TaskSpec
+from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
+
+_TASKS: TypeAdapter[list[TaskSpec]] = TypeAdapter(list[TaskSpec])
+_START_ONE = "start one with `agent-env serve BUNDLE --port 8000`, or use AgentEnv.local(BUNDLE)"
+
+
+class TaskAPI:
+    """The Task API of the agent_env server at `url`; checks at once that one answers there."""
+
+    def __init__(self, url: str, *, timeout_s: float = 30.0) -> None:
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(base_url=self.url, timeout=timeout_s, trust_env=False)
+        try:
+            names = self._get("/list_environments")
+            if not isinstance(names, list) or not names:
+                raise ServerUnavailableError(f"the server at {self.url} serves no OpenEnv environment")
+            self.env_name = str(names[0])
+            status = self._get(f"/{self.env_name}/status", what=f"environment '{self.env_name}'")
+            self.max_concurrent_envs = int(status["max_concurrent_envs"])
+        except BaseException:
+            self._http.close()
+            raise
+
+    def splits(self) -> list[str]:
+        return [str(split["name"]) for split in self._get(f"/{self.env_name}/splits")]
+
+    def tasks(self, split: str) -> list[TaskSpec]:
+        response = self._request("POST", f"/{self.env_name}/tasks", json={"split": split})
+        if response.status_code == httpx.codes.NOT_FOUND:
+            raise UnknownSplitError(f"{_detail(response)}: pass one of those as split=")
+        return _TASKS.validate_python(_ok(response).json()["tasks"])
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _get(self, path: str, *, what: str = "") -> Any:
+        response = self._request("GET", path)
+        if response.status_code == httpx.codes.NOT_FOUND:
+            raise ServerUnavailableError(
+                f"the server at {self.url} is not an agent_env server (GET {path}: 404"
+                + (f", for {what}" if what else "")
+                + f"): {_START_ONE}"
+            )
+        return _ok(response).json()
+
+    def _request(self, method: str, path: str, **options: Any) -> httpx.Response:
+        try:
+            return self._http.request(method, path, **options)
+        except httpx.HTTPError as exc:
+            raise ServerUnavailableError(
+                f"no agent_env server answers at {self.url} ({type(exc).__name__}: {exc}): {_START_ONE}"
+            ) from None
+
+
+def _ok(response: httpx.Response) -> httpx.Response:
+    if response.is_error:
+        raise ServerUnavailableError(
+            f"the server at {response.request.url} answered {response.status_code}: {_detail(response)}"
+        )
+    return response
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        return str(response.json()["detail"])
+    except Exception:
+        return response.text[:500]

@@ -1,0 +1,416 @@
+"""The TRL helper against a real OpenEnv server on loopback, driven the way TRL 1.16 drives it.
+
+TRL calls the factory with no argument, resets each rollout with its dataset row (without the
+`environment` column in multi-environment mode), calls the public functions it found on the class
+as tools with keyword arguments, and reads `get_reward` once per rollout; instances are reused.
+"""
+
+from __future__ import annotations
+
+import inspect
+import pickle
+import socket
+import threading
+import time
+import typing
+from typing import Any, Literal
+
+import pytest
+
+from agent_env.openenv import BackgroundServer
+from agent_env.openenv.app import _app
+from agent_env.testing import FakeEpisode, FakeTask, Gate, fake_served
+from agent_env.training.trl import (
+    TASK_OVER,
+    AgentEnv,
+    ServerAtCapacityError,
+    ServerUnavailableError,
+    ToolCallError,
+    UnknownSplitError,
+    UnsupportedToolError,
+)
+from tst.unit._waiting import until
+from tst.unit.openenv._tools import add_crate, jam_crane, list_crates
+from tst.unit.training.conftest import Open, RecordFrames, trl_tools
+
+Serve = typing.Callable[..., BackgroundServer]
+
+
+def stored_a_crate(episode: FakeEpisode) -> float:
+    return 1.0 if any(name == "add_crate" for name, _ in episode.calls) else 0.0
+
+
+def dock_task(task_id: str = "store", **options: Any) -> FakeTask:
+    fields: dict[str, Any] = {
+        "tools": [add_crate, list_crates, jam_crane],
+        "envs": ("dock",),
+        "score": stored_a_crate,
+        "system_prompt": "You work on the dock.",
+        "turns": ("Store crate C1 in bay 2.",),
+    }
+    return FakeTask(task_id, **{**fields, **options})
+
+
+def add_item(item: str, quantity: int) -> str:
+    """Add units of an item to the pantry.
+
+    Args:
+        item: The item's name.
+        quantity: How many units to add.
+    """
+    return f"added {quantity} {item}"
+
+
+def pantry_task(task_id: str = "stock") -> FakeTask:
+    return FakeTask(task_id, tools=[add_item], envs=("pantry",), turns=("Add 2 flour.",), score=0.5)
+
+
+def row_of(env: AgentEnv, index: int) -> dict[str, Any]:
+    """The dataset row TRL resets with: every column but `environment`."""
+    return {k: v for k, v in env.dataset[index].items() if k != "environment"}
+
+
+def test_the_dataset_has_one_row_per_task_of_the_split_with_its_chat_prompt_split_and_index(
+    serve: Serve, open_env: Open
+) -> None:
+    tasks = [dock_task("a"), dock_task("b", turns=("Store C2.", "Now move it."))]
+    server = serve({"train": tasks, "eval": [dock_task("c")]})
+
+    env = open_env(server.url)
+
+    assert env.dataset.column_names == ["prompt", "split", "index"]
+    assert env.dataset.to_list() == [
+        {
+            "prompt": [
+                {"role": "system", "content": "You work on the dock."},
+                {"role": "user", "content": "Store crate C1 in bay 2."},
+            ],
+            "split": "train",
+            "index": 0,
+        },
+        {
+            "prompt": [
+                {"role": "system", "content": "You work on the dock."},
+                {"role": "user", "content": "Store C2."},
+            ],
+            "split": "train",
+            "index": 1,
+        },
+    ]
+    assert [(r["split"], r["index"]) for r in env.dataset_for("eval")] == [("eval", 0)]
+
+
+def test_the_factory_is_one_class_whose_public_functions_are_the_tools_and_end_turn_typed_and_documented(
+    serve: Serve, open_env: Open
+) -> None:
+    env = open_env(serve({"train": [dock_task()]}).url)
+
+    factory = env.factory
+
+    assert isinstance(factory, type) and factory.__name__ == "dock"
+    public = sorted(n for n in dir(factory) if not n.startswith("_"))
+    assert public == ["add_crate", "end_turn", "get_reward", "jam_crane", "list_crates", "reset"]
+    environment = factory()
+    assert sorted(trl_tools(environment)) == ["add_crate", "end_turn", "jam_crane", "list_crates"]
+    tool = trl_tools(environment)["add_crate"]
+    assert tool.__name__ == "add_crate"
+    parameters = inspect.signature(tool).parameters
+    assert list(parameters) == ["crate", "bay", "kind"]
+    assert typing.get_type_hints(tool) == {
+        "crate": str,
+        "bay": int,
+        "kind": Literal["dry", "cold"],
+        "return": str,
+    }
+    assert parameters["kind"].default == "dry"
+    assert parameters["crate"].default is inspect.Parameter.empty
+    assert inspect.getdoc(tool) == (
+        "Store a newly arrived crate in a bay.\n\nArgs:\n"
+        '    crate: The crate\'s label, such as "C12".\n'
+        "    bay: The bay to store it in.\n"
+        "    kind: What the crate holds."
+    )
+
+
+def test_a_rollout_plays_on_the_server_and_a_reused_environment_scores_each_of_its_rollouts(
+    serve: Serve, open_env: Open
+) -> None:
+    task = dock_task()
+    env = open_env(serve({"train": [task]}).url)
+    environment = env.factory()
+    tools = trl_tools(environment)
+
+    assert environment.reset(**row_of(env, 0)) is None
+    assert tools["add_crate"](crate="C1", bay=2) == "stored dry crate C1 in bay 2"
+    assert tools["list_crates"]() == "C1 in bay 2"
+    assert tools["end_turn"](reply="Stored.") == TASK_OVER
+    assert environment.get_reward() == 1.0
+
+    environment.reset(**row_of(env, 0))
+    assert tools["end_turn"](reply="I did nothing.") == TASK_OVER
+    assert environment.get_reward() == 0.0
+
+    rollouts = task.episodes[1:]  # the first is the factory's, which listed the tools
+    assert [e.calls for e in rollouts] == [
+        [("add_crate", {"crate": "C1", "bay": 2}), ("list_crates", {})],
+        [],
+    ]
+    assert [e.replies for e in rollouts] == [["Stored."], ["I did nothing."]]
+    assert task.wait_all_torn_down()
+
+
+def test_reset_returns_at_once_and_the_first_tool_call_waits_for_the_deploy(
+    serve: Serve, open_env: Open
+) -> None:
+    deploy = Gate(held=False)
+    task = dock_task(deploy_gate=deploy)
+    env = open_env(serve({"train": [task]}).url)
+    environment = env.factory()
+    deploy.hold()
+
+    environment.reset(**row_of(env, 0))
+    answers: list[str] = []
+    caller = threading.Thread(target=lambda: answers.append(environment.list_crates()))
+    caller.start()
+
+    assert deploy.wait_reached()
+    caller.join(0.3)
+    assert caller.is_alive() and answers == []
+    deploy.release()
+    caller.join(10)
+    assert answers == ["C1 in bay 2"]
+
+
+def test_end_turn_answers_with_the_next_turns_prompt_so_a_two_turn_task_plays_as_it_is(
+    serve: Serve, open_env: Open
+) -> None:
+    task = dock_task(turns=("Store C1 in bay 2.", "Now list the crates."))
+    env = open_env(serve({"train": [task]}).url)
+    environment = env.factory()
+
+    environment.reset(**row_of(env, 0))
+    environment.add_crate(crate="C1", bay=2)
+    assert environment.end_turn(reply="Stored.") == "Now list the crates."
+    environment.list_crates()
+    assert environment.end_turn(reply="C1 is in bay 2.") == TASK_OVER
+
+    assert environment.get_reward() == 1.0
+    assert task.episodes[-1].replies == ["Stored.", "C1 is in bay 2."]
+
+
+def test_turns_the_model_leaves_open_end_with_an_empty_reply_when_the_reward_is_asked_for(
+    serve: Serve, open_env: Open
+) -> None:
+    task = dock_task(turns=("Store C1 in bay 2.", "Now list the crates.", "Thank you."))
+    env = open_env(serve({"train": [task]}).url)
+    environment = env.factory()
+
+    environment.reset(**row_of(env, 0))
+    environment.add_crate(crate="C1", bay=2)
+
+    assert environment.get_reward() == 1.0
+    assert task.episodes[-1].replies == ["", "", ""]
+    assert task.wait_all_torn_down()
+
+
+def test_a_tool_error_reaches_the_model_as_the_tools_error_and_the_turn_stays_open(
+    serve: Serve, open_env: Open
+) -> None:
+    env = open_env(serve({"train": [dock_task()]}).url)
+    environment = env.factory()
+    environment.reset(**row_of(env, 0))
+
+    with pytest.raises(ToolCallError, match="the crane is jammed with C1 half lifted"):
+        environment.jam_crane(crate="C1")
+    with pytest.raises(ToolCallError, match="bay"):
+        environment.add_crate(crate="C1", bay="two")
+    with pytest.raises(TypeError, match="crate"):
+        environment.add_crate(bay=2)
+    assert environment.add_crate(crate="C1", bay=2) == "stored dry crate C1 in bay 2"
+    assert environment.get_reward() == 1.0
+
+
+def test_a_tool_that_misses_its_deadline_answers_at_once_and_leaves_its_episode_unscored(
+    serve: Serve, open_env: Open
+) -> None:
+    crane = Gate()
+    task = dock_task(tool_gates={"jam_crane": crane})
+    env = open_env(serve({"train": [task]}).url, tool_timeouts={"jam_crane": 0.3})
+    environment = env.factory()
+    environment.reset(**row_of(env, 0))
+
+    started = time.monotonic()
+    with pytest.raises(ToolCallError, match=r"missed its deadline of 0\.3 s"):
+        environment.jam_crane(crate="C1")
+    assert time.monotonic() - started < 5  # the server answered, not the client's grace
+
+    with pytest.raises(ToolCallError, match="DEADLINE_EXCEEDED"):
+        environment.add_crate(crate="C1", bay=2)
+    assert environment.get_reward() is None
+    assert task.wait_all_torn_down()
+
+    environment.reset(**row_of(env, 0))  # the environment goes on with the next rollout
+    environment.add_crate(crate="C1", bay=2)
+    assert environment.get_reward() == 1.0
+
+
+def test_a_reset_and_an_end_turn_carry_the_resets_deadline_so_end_turn_waits_for_the_score_past_a_tools(
+    serve: Serve, open_env: Open
+) -> None:
+    verify = Gate()
+    task = dock_task(verify_gate=verify)
+    recorder = RecordFrames(_app(fake_served({"train": [task]})))
+    env = open_env(serve(recorder).url, reset_timeout=20, tool_timeout=0.3)
+    environment = env.factory()
+    environment.reset(**row_of(env, 0))
+    environment.add_crate(crate="C1", bay=2)
+
+    threading.Timer(1.0, verify.release).start()  # the verifiers take longer than a tool may
+    assert environment.end_turn(reply="Stored.") == TASK_OVER
+    assert environment.get_reward() == 1.0
+
+    resets = recorder.of_type("reset")
+    assert len(resets) == 2  # the factory's, to list the tools, and the rollout's
+    assert all(reset["timeout_s"] == 20 for reset in resets)
+    steps = recorder.of_type("step")
+    assert [(s["kind"], s["metadata"]["timeout_s"]) for s in steps] == [
+        ("call_tool", 0.3),
+        ("end_turn", 20),
+    ]
+
+
+def test_an_episode_that_fails_to_deploy_gives_no_reward_and_its_tools_say_why(
+    serve: Serve, open_env: Open
+) -> None:
+    task = dock_task()
+    env = open_env(serve({"train": [task]}).url)
+    environment = env.factory()
+    task.deploy_error = RuntimeError("the dock is flooded")
+
+    environment.reset(**row_of(env, 0))
+
+    with pytest.raises(ToolCallError, match=r"DEPLOY_FAILED.*the dock is flooded"):
+        environment.list_crates()
+    assert environment.get_reward() is None
+
+
+def test_an_episode_whose_task_is_not_its_rows_gives_no_reward(serve: Serve, open_env: Open) -> None:
+    env = open_env(serve({"train": [dock_task()]}).url)
+    environment = env.factory()
+    stale = row_of(env, 0)
+    stale["prompt"] = [{"role": "user", "content": "Store crate C9 in bay 4."}]
+
+    environment.reset(**stale)
+
+    with pytest.raises(ToolCallError, match="is not the row's"):
+        environment.add_crate(crate="C9", bay=4)
+    assert environment.get_reward() is None
+
+
+def test_reset_refuses_a_row_without_split_and_index_saying_which_dataset_has_them(
+    serve: Serve, open_env: Open
+) -> None:
+    env = open_env(serve({"train": [dock_task()]}).url)
+
+    with pytest.raises(TypeError, match=r"split \(str\) and index \(int\).*AgentEnv.dataset"):
+        env.factory().reset(prompt=[{"role": "user", "content": "hi"}])
+
+
+def test_agentenv_fails_at_once_when_no_server_answers_at_the_url() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+
+    with pytest.raises(ServerUnavailableError, match=r"no agent_env server answers.*agent-env serve"):
+        AgentEnv(f"http://127.0.0.1:{port}")
+
+
+def test_an_unknown_split_fails_at_once_naming_the_splits_served(serve: Serve) -> None:
+    server = serve({"train": [dock_task()], "eval": [dock_task()]})
+
+    with pytest.raises(UnknownSplitError, match=r"unknown split 'test' \(splits: train \(1 task\), eval"):
+        AgentEnv(server.url, split="test")
+
+
+def test_a_server_at_its_session_limit_fails_the_reset_naming_how_to_raise_it(
+    serve: Serve, open_env: Open
+) -> None:
+    env = open_env(serve({"train": [dock_task()]}, max_concurrent_envs=1).url)
+    first, second = env.factory(), env.factory()
+    first.reset(**row_of(env, 0))
+
+    with pytest.raises(ServerAtCapacityError) as refused:
+        second.reset(**row_of(env, 0))
+
+    assert "MAX_CONCURRENT_ENVS" in str(refused.value)
+    assert "max_concurrent_envs=" in str(refused.value)
+    first.add_crate(crate="C1", bay=2)
+    assert first.get_reward() == 1.0
+
+
+def test_toolsets_that_differ_get_a_class_each_and_every_row_names_its_environment(
+    serve: Serve, open_env: Open
+) -> None:
+    dock_a, stock, dock_b = dock_task("a"), pantry_task(), dock_task("b")
+    env = open_env(serve({"train": [dock_a, stock, dock_b]}).url)
+
+    factory = env.factory
+
+    assert isinstance(factory, dict) and list(factory) == ["dock", "pantry"]
+    assert [factory[name].__name__ for name in factory] == ["dock", "pantry"]
+    assert env.dataset["environment"] == ["dock", "pantry", "dock"]
+    assert [len(t.episodes) for t in (dock_a, stock, dock_b)] == [1, 1, 0]  # one task per toolset
+    assert sorted(trl_tools(factory["pantry"]())) == ["add_item", "end_turn"]
+
+    unpickled = pickle.loads(pickle.dumps(factory))
+    pantry = unpickled["pantry"]()
+    pantry.reset(**row_of(env, 1))
+    assert pantry.add_item(item="flour", quantity=2) == "added 2 flour"
+    assert pantry.get_reward() == 0.5
+
+
+class _BadlyNamedTask(FakeTask):
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        listed = super().tool_schemas
+        renamed = {**listed[0]["function"], "name": "list-crates"}
+        return [{"type": "function", "function": renamed}]
+
+
+def test_a_tool_name_trl_cannot_call_is_refused_when_the_factory_is_built(
+    serve: Serve, open_env: Open
+) -> None:
+    env = open_env(serve({"train": [_BadlyNamedTask("bad", tools=[list_crates])]}).url)
+
+    with pytest.raises(UnsupportedToolError, match=r"toolset 'fake': tool 'list-crates' is not a name TRL"):
+        env.factory  # noqa: B018
+
+
+def test_dataset_for_a_split_with_a_toolset_the_factory_lacks_is_refused(
+    serve: Serve, open_env: Open
+) -> None:
+    env = open_env(serve({"train": [dock_task()], "eval": [pantry_task()]}).url)
+
+    with pytest.raises(ValueError, match=r"split 'eval' has tasks of toolsets \(pantry\)"):
+        env.dataset_for("eval")
+
+
+def test_closing_an_agentenv_ends_the_episodes_of_its_classes_rebuilt_from_pickles_and_no_others(
+    serve: Serve, open_env: Open
+) -> None:
+    task = dock_task()
+    url = serve({"train": [task]}).url
+    mine, other = open_env(url), open_env(url)
+    rebuilt = pickle.loads(pickle.dumps(mine.factory))
+    mine_playing, others_playing = rebuilt(), other.factory()
+    for environment, env in ((mine_playing, mine), (others_playing, other)):
+        environment.reset(**row_of(env, 0))
+        environment.list_crates()
+
+    mine.close()
+
+    assert until(lambda: len(task.live) == 1)
+    assert others_playing.add_crate(crate="C1", bay=2) == "stored dry crate C1 in bay 2"
+    assert others_playing.get_reward() == 1.0
+    with pytest.raises(RuntimeError, match="closed"):
+        mine_playing.reset(**row_of(mine, 0))
