@@ -1,4 +1,4 @@
-"""Fixtures the unit tests share: servers on loopback and blocking OpenEnv clients, each closed after its test.
+"""Fixtures the unit tests share: servers on loopback and OpenEnv clients, each closed after its test.
 
 OpenEnv is imported only when a server or a client is made, so tests that use neither never import it.
 """

@@ -81,13 +81,15 @@ class ToolsetEnvironment(metaclass=_EnvironmentClass):
         """Start the row's task (its `split` and `index`); returns at once, while the task deploys."""
         self._rollouts.reset(row)
 
-    def end_turn(self, reply: str = "") -> str:
+    def end_turn(self, reply: str = ""):  # type: ignore[no-untyped-def]  # noqa: ANN201
         """End your turn with your reply to the user. Call it once you have done what they asked.
 
         Args:
             reply: Your reply to the user.
         """
-        return self._rollouts.end_turn(reply)
+        # No return hint: get_json_schema would show it to the model as part of the tool.
+        answer: str = self._rollouts.end_turn(reply)
+        return answer
 
     def get_reward(self) -> float | None:
         """The episode's score from the task's verifiers; None when it could not be scored."""

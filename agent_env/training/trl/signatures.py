@@ -76,11 +76,12 @@ class ToolSignature:
     @property
     def signature(self) -> inspect.Signature:
         receiver = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        return inspect.Signature([receiver, *self.parameters], return_annotation=str)
+        return inspect.Signature([receiver, *self.parameters])
 
     @property
     def annotations(self) -> dict[str, Any]:
-        return {**{p.name: p.annotation for p in self.parameters}, "return": str}
+        """The parameters' hints; no return hint, which get_json_schema would add to the tool."""
+        return {p.name: p.annotation for p in self.parameters}
 
 
 def tool_signature(tool: Mapping[str, Any]) -> ToolSignature:

@@ -120,7 +120,6 @@ def test_the_factory_is_one_class_whose_public_functions_are_the_tools_and_end_t
         "crate": str,
         "bay": int,
         "kind": Literal["dry", "cold"],
-        "return": str,
     }
     assert parameters["kind"].default == "dry"
     assert parameters["crate"].default is inspect.Parameter.empty
