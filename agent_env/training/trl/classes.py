@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from agent_env.training.trl._exit import at_exit
 from agent_env.training.trl.rollout import Deadlines, Rollouts
+from agent_env.training.trl.session import Session, close_sessions
 from agent_env.training.trl.signatures import (
     ToolSignature,
     UnsupportedToolError,
@@ -95,8 +96,8 @@ class ToolsetEnvironment(metaclass=_EnvironmentClass):
         """The episode's score from the task's verifiers; None when it could not be scored."""
         return self._rollouts.reward()
 
-    def _close(self) -> None:
-        self._rollouts.close()
+    def _detach(self) -> Session | None:
+        return self._rollouts.detach()
 
 
 _CLASSES: weakref.WeakValueDictionary[tuple[str, str], _EnvironmentClass] = weakref.WeakValueDictionary()
@@ -207,8 +208,7 @@ def close_instances(key: str | None = None) -> None:
         keys = [key] if key is not None else list(_LIVE)
         _CLOSED.update(keys)
         instances = [instance for k in keys for instance in list(_LIVE.pop(k, ()))]
-    for instance in instances:
-        instance._close()
+    close_sessions([s for s in (instance._detach() for instance in instances) if s is not None])
 
 
 at_exit(close_instances)

@@ -106,12 +106,12 @@ class Rollouts:
                     break
             return None if episode.ended is not None else episode.reward
 
-    def close(self) -> None:
-        """Close the session (the server tears down its episode); later resets are refused."""
+    def detach(self) -> Session | None:
+        """Refuse later resets, and hand over the session to close (the server then tears down its
+        episode); it is not locked, so a call in flight on another thread ends with the session."""
         self._closed = True
         session, self._session = self._session, None
-        if session is not None:
-            session.close()
+        return session
 
     def _open_session(self) -> Session:
         if self._session is not None and self._session.lost:

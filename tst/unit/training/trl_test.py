@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 import typing
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 import pytest
@@ -413,3 +414,29 @@ def test_closing_an_agentenv_ends_the_episodes_of_its_classes_rebuilt_from_pickl
     assert others_playing.get_reward() == 1.0
     with pytest.raises(RuntimeError, match="closed"):
         mine_playing.reset(**row_of(mine, 0))
+
+
+def test_environments_play_at_once_from_a_thread_pool_as_asyncgrpos_rollout_threads_call_them(
+    serve: Serve, open_env: Open
+) -> None:
+    deploy = Gate(held=False)
+    task = dock_task(deploy_gate=deploy)
+    server = serve({"train": [task]})
+    env = open_env(server.url)
+    environments = [env.factory() for _ in range(8)]
+    row = row_of(env, 0)
+    deploy.hold()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda environment: environment.reset(**row), environments))
+        assert deploy.wait_reached()
+        assert until(lambda: len(task.live) == 8)  # every rollout's session open and deploying at once
+        deploy.release()
+        stored = [pool.submit(e.add_crate, crate="C1", bay=2) for e in environments[:4]]
+        listed = [pool.submit(e.list_crates) for e in environments for _ in range(3)]
+        assert {f.result(timeout=30) for f in stored} == {"stored dry crate C1 in bay 2"}
+        assert {f.result(timeout=30) for f in listed} == {"C1 in bay 2"}
+        rewards = list(pool.map(lambda environment: environment.get_reward(), environments))
+
+    assert rewards == [1.0] * 4 + [0.0] * 4
+    assert until(lambda: task.live == [])
