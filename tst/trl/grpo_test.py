@@ -1,0 +1,137 @@
+"""TRL's own GRPOTrainer trains a step on the CPU through the helper, unchanged.
+
+The server is `_app` over the Episode API's fake steps: a dock-like toolset with `add_crate`, scored
+1 when a crate was stored. The model is the demo's tiny one, built offline; a random model never calls
+a tool, so its `generate` is stood in for, as TRL's own environment tests do: in each group of two
+rollouts, the first stores a crate and ends its turn, the second answers without a tool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+from unittest import mock
+
+import pytest
+
+for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TRL_EXPERIMENTAL_SILENCE"):
+    os.environ[variable] = "1"
+
+import torch  # noqa: E402
+from trl import GRPOConfig, GRPOTrainer  # noqa: E402
+
+from agent_env.openenv.app import _app  # noqa: E402
+from agent_env.testing import FakeEpisode, FakeTask, fake_served  # noqa: E402
+from agent_env.training.trl import AgentEnv  # noqa: E402
+from examples.train_grpo import tiny_model_and_tokenizer  # noqa: E402
+from tst.unit._waiting import until  # noqa: E402
+from tst.unit.openenv._tools import add_crate, list_crates  # noqa: E402
+from tst.unit.training.conftest import RecordFrames  # noqa: E402
+
+STORE = {"name": "add_crate", "arguments": {"crate": "C1", "bay": 2}}
+END = {"name": "end_turn", "arguments": {"reply": "Stored."}}
+
+
+def stored_a_crate(episode: FakeEpisode) -> float:
+    return 1.0 if any(name == "add_crate" for name, _ in episode.calls) else 0.0
+
+
+def call(tool: dict[str, Any]) -> str:
+    return f"<tool_call>\n{json.dumps(tool)}\n</tool_call><|im_end|>"
+
+
+class StandInGenerate:
+    """`generate` for the tiny model: each row's completion decided by the conversation so far."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.calls = 0
+
+    def __call__(self, input_ids: torch.Tensor, attention_mask: Any = None, **_: Any) -> torch.Tensor:
+        first_call = self.calls == 0
+        self.calls += 1
+        texts = self.tokenizer.batch_decode(input_ids)
+        completions = [self._completion(row, text, first_call) for row, text in enumerate(texts)]
+        encoded = [self.tokenizer(text, add_special_tokens=False)["input_ids"] for text in completions]
+        width = max(len(ids) for ids in encoded)
+        pad = self.tokenizer.pad_token_id
+        padded = torch.tensor([ids + [pad] * (width - len(ids)) for ids in encoded], dtype=input_ids.dtype)
+        return torch.cat([input_ids, padded], dim=-1)
+
+    @staticmethod
+    def _completion(row: int, text: str, first_call: bool) -> str:
+        if first_call:  # rows are the groups' rollouts in order: the first of each group uses the tools
+            return call(STORE) if row % 2 == 0 else "I cannot help with crates.<|im_end|>"
+        responses = text.count("<tool_response>")
+        return call(END) if responses == 1 else "Crate C1 is in bay 2.<|im_end|>"
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[AgentEnv, list[FakeTask], RecordFrames]]:
+    tasks = [
+        FakeTask(task_id, tools=[add_crate, list_crates], envs=("dock",), score=stored_a_crate)
+        for task_id in ("store", "store-again")
+    ]
+    recorder = RecordFrames(_app(fake_served({"train": tasks})))
+    env = AgentEnv._serving(recorder)
+    try:
+        yield env, tasks, recorder
+    finally:
+        env.close()
+
+
+def test_grpo_trainer_trains_a_step_on_the_cpu_with_rewards_the_environment_owns(
+    served: tuple[AgentEnv, list[FakeTask], RecordFrames], tmp_path: Any
+) -> None:
+    env, tasks, recorder = served
+    model, tokenizer = tiny_model_and_tokenizer()
+    config = GRPOConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=128,
+        max_tool_calling_iterations=4,
+        max_steps=1,
+        learning_rate=1e-2,
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        shuffle_dataset=False,
+        disable_tqdm=True,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        args=config,
+        processing_class=tokenizer,
+        train_dataset=env.dataset,
+        environment_factory=env.factory,
+    )
+    before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+
+    with mock.patch.object(trainer.model, "generate", side_effect=StandInGenerate(tokenizer)):
+        trainer.train()
+
+    resets = recorder.of_type("reset")[1:]  # the first listed the tools, when the factory was built
+    assert [(r["split"], r["index"]) for r in resets] == [
+        ("train", 0),
+        ("train", 0),
+        ("train", 1),
+        ("train", 1),
+    ]
+    steps = recorder.of_type("step")
+    assert [s["tool"] for s in steps if s["kind"] == "call_tool"] == ["add_crate", "add_crate"]
+    # the tool-using rollouts end their turn themselves; get_reward ends the others' with an empty reply
+    assert [s["reply"] for s in steps if s["kind"] == "end_turn"] == ["Stored.", "Stored.", "", ""]
+    rollouts = tasks[0].episodes[1:] + tasks[1].episodes
+    assert [e.score for e in rollouts] == [1.0, 0.0, 1.0, 0.0]
+    logged = trainer.state.log_history[0]
+    assert logged["rewards/dock/mean"] == pytest.approx(0.5)
+    assert logged["tools/call_frequency"] == pytest.approx(1.0)
+    assert logged["tools/failure_frequency"] == 0
+    changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(p, before[n])]
+    assert changed, "no parameter changed"
+    assert until(lambda: all(task.live == [] for task in tasks), 30)
