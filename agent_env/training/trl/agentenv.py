@@ -145,6 +145,12 @@ class AgentEnv:
             made = environment_class(self._settings(name, task))
             check_rendering(made)
             classes[name] = made
+        tools = {tool for made in classes.values() for tool in dir(made) if not tool.startswith("_")}
+        if stray := sorted(set(self.tool_timeouts) - tools):
+            raise ValueError(
+                f"tool_timeouts names tools no toolset of split '{self.split}' has: {', '.join(stray)} "
+                f"(tools: {', '.join(sorted(tools - {'reset', 'get_reward', 'end_turn'}))})"
+            )
         return next(iter(classes.values())) if len(classes) == 1 else classes
 
     def close(self) -> None:

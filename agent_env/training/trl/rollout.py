@@ -141,8 +141,8 @@ class Rollouts:
         episode.deployed = True
         try:
             answer = episode.deploy.result()
-        except (SessionLostError, ServerRefusedError) as failed:
-            episode.ended = f"the episode was lost: its reset failed: {failed}"
+        except Exception as failed:
+            episode.ended = f"the episode was lost: its reset failed: {_why(failed)}"
             return
         if answer.error is not None:
             episode.ended = f"the episode ended: {answer.error.code}: {answer.error.message}"
@@ -162,14 +162,17 @@ class Rollouts:
         return answer
 
     def _step(self, episode: _Episode, action: AgentEnvAction, timeout_s: float) -> AgentEnvObservation:
-        assert self._session is not None
+        session = self._session
+        if session is None:
+            episode.ended = "the episode was lost: its environment was closed"
+            raise ToolCallError(episode.ended)
         try:
-            answer = self._session.step(action, timeout_s=timeout_s).result()
-        except SessionLostError as lost:
-            episode.ended = f"the episode was lost: {lost}"
-            raise ToolCallError(episode.ended) from None
+            answer = session.step(action, timeout_s=timeout_s).result()
         except ServerRefusedError as refused:
             raise ToolCallError(f"the server refused the call: {refused.code}: {refused.message}") from None
+        except Exception as lost:
+            episode.ended = f"the episode was lost: {_why(lost)}"
+            raise ToolCallError(episode.ended) from None
         if answer.error is not None:
             if answer.done:
                 episode.ended = f"the episode ended: {answer.error.code}: {answer.error.message}"
@@ -190,6 +193,12 @@ def _task_of(row: Mapping[str, Any]) -> tuple[str, int, list[dict[str, Any]] | N
 
 def _messages(prompt: Any) -> list[tuple[Any, Any]]:
     return [(m.get("role"), m.get("content")) for m in prompt or []]
+
+
+def _why(error: Exception) -> str:
+    if isinstance(error, SessionLostError | ServerRefusedError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
 
 
 def _settle(future: concurrent.futures.Future[Any]) -> None:

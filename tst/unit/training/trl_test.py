@@ -412,6 +412,7 @@ def test_closing_an_agentenv_ends_the_episodes_of_its_classes_rebuilt_from_pickl
     assert until(lambda: len(task.live) == 1)
     assert others_playing.add_crate(crate="C1", bay=2) == "stored dry crate C1 in bay 2"
     assert others_playing.get_reward() == 1.0
+    assert mine_playing.get_reward() is None
     with pytest.raises(RuntimeError, match="closed"):
         mine_playing.reset(**row_of(mine, 0))
 
@@ -440,3 +441,14 @@ def test_environments_play_at_once_from_a_thread_pool_as_asyncgrpos_rollout_thre
 
     assert rewards == [1.0] * 4 + [0.0] * 4
     assert until(lambda: task.live == [])
+
+
+def test_tool_timeouts_naming_a_tool_no_toolset_has_is_refused_when_the_factory_is_built(
+    serve: Serve, open_env: Open
+) -> None:
+    env = open_env(serve({"train": [dock_task()]}).url, tool_timeouts={"add_crates": 5})
+
+    with pytest.raises(
+        ValueError, match=r"tool_timeouts names tools no toolset .* has: add_crates \(tools: add_crate,"
+    ):
+        env.factory  # noqa: B018
