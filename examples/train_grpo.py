@@ -72,6 +72,25 @@ def tiny_model_and_tokenizer() -> tuple[Any, Any]:
     return model, tokenizer
 
 
+def grpo_config(output_dir: str, *, on_cpu: bool, **overrides: Any) -> Any:
+    """A GRPOConfig for a few small steps: groups of 2 rollouts, 2 prompts a step, 4 tool iterations."""
+    from trl import GRPOConfig
+
+    settings: dict[str, Any] = {
+        "per_device_train_batch_size": 4,
+        "num_generations": 2,
+        "max_tool_calling_iterations": 4,
+        "learning_rate": 1e-4,
+        "logging_steps": 1,
+        "use_cpu": on_cpu,
+        "bf16": False,
+        "report_to": "none",
+        "save_strategy": "no",
+        "disable_tqdm": True,
+    }
+    return GRPOConfig(output_dir=output_dir, **{**settings, **overrides})
+
+
 def step_table() -> Any:
     """A TrainerCallback that prints one line per logged step."""
     from transformers import TrainerCallback
@@ -112,7 +131,7 @@ def main() -> None:
     options = parser.parse_args()
 
     from transformers import PrinterCallback
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from agent_env.training.trl import AgentEnv
 
@@ -123,20 +142,11 @@ def main() -> None:
         model, tokenizer = tiny_model_and_tokenizer()
     with AgentEnv.local(options.bundle, max_concurrent_envs=options.max_concurrent_envs) as env:
         print(f"{env}: {len(env.dataset)} tasks; toolsets: {', '.join(_toolsets(env.factory))}", flush=True)
-        config = GRPOConfig(
-            output_dir="/tmp/agent-env-train-grpo",
-            per_device_train_batch_size=4,
-            num_generations=2,
+        config = grpo_config(
+            "/tmp/agent-env-train-grpo",
+            on_cpu=tokenizer is not None,
             max_completion_length=48 if tokenizer is not None else 1024,
-            max_tool_calling_iterations=4,
             max_steps=options.steps,
-            learning_rate=1e-4,
-            logging_steps=1,
-            use_cpu=tokenizer is not None,
-            bf16=False,
-            report_to="none",
-            save_strategy="no",
-            disable_tqdm=True,
         )
         trainer = GRPOTrainer(
             model=model,

@@ -20,12 +20,12 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
     os.environ[variable] = "1"
 
 import torch  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer  # noqa: E402
+from trl import GRPOTrainer  # noqa: E402
 
 from agent_env.openenv.app import _app  # noqa: E402
 from agent_env.testing import FakeEpisode, FakeTask, fake_served  # noqa: E402
 from agent_env.training.trl import AgentEnv  # noqa: E402
-from examples.train_grpo import tiny_model_and_tokenizer  # noqa: E402
+from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E402
 from tst.unit._waiting import until  # noqa: E402
 from tst.unit.openenv._tools import add_crate, list_crates  # noqa: E402
 from tst.unit.training.conftest import RecordFrames  # noqa: E402
@@ -87,21 +87,13 @@ def test_grpo_trainer_trains_a_step_on_the_cpu_with_rewards_the_environment_owns
 ) -> None:
     env, tasks, recorder = served
     model, tokenizer = tiny_model_and_tokenizer()
-    config = GRPOConfig(
-        output_dir=str(tmp_path),
-        per_device_train_batch_size=4,
-        num_generations=2,
+    config = grpo_config(
+        str(tmp_path),
+        on_cpu=True,
         max_completion_length=128,
-        max_tool_calling_iterations=4,
         max_steps=1,
         learning_rate=1e-2,
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
-        save_strategy="no",
-        logging_steps=1,
         shuffle_dataset=False,
-        disable_tqdm=True,
     )
     trainer = GRPOTrainer(
         model=model,
