@@ -9,9 +9,18 @@ from __future__ import annotations
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.env import Env, EnvSpec
 from agent_env.episode import Episode, EpisodeAPI, EpisodeState, TurnEnd
-from agent_env.errors import BundleError, EpisodeError, Problem, ToolDefinitionError
+from agent_env.errors import BundleError, EpisodeError, Problem, SandboxUnavailableError, ToolDefinitionError
 from agent_env.replay import PlayResult, Script, ScriptedCall, ScriptedTurn, load_solutions, play
-from agent_env.sandbox import CommandResult, LocalSandboxProvider, Sandbox, SandboxProvider, sandbox_provider
+from agent_env.sandbox import (
+    CommandResult,
+    DockerSandboxProvider,
+    LocalSandboxProvider,
+    Sandbox,
+    SandboxConfig,
+    SandboxProvider,
+    build_sandbox_image,
+    sandbox_provider,
+)
 from agent_env.served import Served, ServedTask, serve_bundle
 from agent_env.task import Agent, Task, TaskSpec
 from agent_env.tools import Tool, tool
@@ -27,6 +36,7 @@ __all__ = [
     "Bundle",
     "BundleError",
     "CommandResult",
+    "DockerSandboxProvider",
     "Env",
     "EnvSpec",
     "Episode",
@@ -37,7 +47,9 @@ __all__ = [
     "PlayResult",
     "Problem",
     "Sandbox",
+    "SandboxConfig",
     "SandboxProvider",
+    "SandboxUnavailableError",
     "Script",
     "ScriptedCall",
     "ScriptedTurn",
@@ -52,6 +64,7 @@ __all__ = [
     "TurnEnd",
     "VerifierContext",
     "__version__",
+    "build_sandbox_image",
     "load_bundle",
     "load_solutions",
     "play",

@@ -75,7 +75,9 @@ class Episode:
         self.replies: list[str] = []
         self.score: float | None = None
         self.error: EpisodeError | None = None
-        self._provider = sandbox_provider(sandbox if sandbox is not None else task.sandbox.provider)
+        self._provider = sandbox_provider(
+            sandbox if sandbox is not None else task.sandbox.provider, task.sandbox
+        )
         self._tools: dict[str, tuple[str, Tool]] = {t.name: (e.name, t) for e, t in task.toolset.env_tools}
         self._envs: dict[str, Env] = {}
         self._sandbox: Sandbox | None = None

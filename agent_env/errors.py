@@ -62,3 +62,7 @@ class EnvDefinitionError(Exception):
         self.env = env
         self.errors = tuple(errors)
         super().__init__(f"env '{env}': " + "; ".join(map(str, self.errors)))
+
+
+class SandboxUnavailableError(RuntimeError):
+    """A sandbox provider that cannot work here (no engine, no image); the message says how to fix it."""

@@ -33,7 +33,8 @@ Served = Mapping[str, Sequence[ServedTask]]
 def serve_bundle(bundle: Bundle | str | Path, *, sandbox: str | SandboxProvider | None = None) -> Served:
     """The served tasks of a bundle; `sandbox` overrides the bundle's sandbox provider."""
     loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
-    provider = sandbox_provider(sandbox if sandbox is not None else loaded.config.sandbox.provider)
+    settings = loaded.config.sandbox
+    provider = sandbox_provider(sandbox if sandbox is not None else settings.provider, settings)
     return {
         split: tuple(ServedTask(task.spec, partial(Episode, task, sandbox=provider)) for task in tasks)
         for split, tasks in loaded.splits.items()

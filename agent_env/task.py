@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_env.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, DEFAULT_MAX_OUTPUT_BYTES
+from agent_env.sandbox.config import SandboxConfig
 from agent_env.toolset import DEFAULT_ROLE, AccessChange, Toolset, ToolsetSpec
 from agent_env.verifiers import BashCheck, Verifier, VerifierSpec
 
@@ -29,14 +29,6 @@ class AgentConfig(_Strict):
     role: str = DEFAULT_ROLE
     bash: bool = Field(False, description="Whether its turns offer `bash` in a sandbox of its own.")
     system_prompt: str | None = None
-
-
-class SandboxConfig(_Strict):
-    """`[sandbox]` in `bundle.toml`: which provider runs `bash`, and each command's limits."""
-
-    provider: str = "local"
-    command_timeout_s: float = Field(DEFAULT_COMMAND_TIMEOUT_S, gt=0)
-    max_output_bytes: int = Field(DEFAULT_MAX_OUTPUT_BYTES, gt=0)
 
 
 class BundleConfig(_Strict):

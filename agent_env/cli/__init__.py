@@ -1,4 +1,7 @@
-"""The `agent-env` command: check a bundle, list its tasks, play one, replay its reference plays, serve it."""
+"""The `agent-env` command: check a bundle, list its tasks, play one, replay its reference plays, serve it.
+
+`sandbox-image` builds the image the Docker sandbox runs.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +14,10 @@ from agent_env.bundle import Bundle, load_bundle
 from agent_env.cli.play import play_in_terminal
 from agent_env.cli.table import table
 from agent_env.episode import Episode
-from agent_env.errors import BundleError
+from agent_env.errors import BundleError, SandboxUnavailableError
 from agent_env.replay import load_solutions, play
+from agent_env.sandbox.config import DEFAULT_IMAGE
+from agent_env.sandbox.image import ImageBuildError
 from agent_env.sandbox.registry import PROVIDERS
 
 
@@ -26,6 +31,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except (KeyError, IndexError) as exc:
         print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
+        return 2
+    except (SandboxUnavailableError, ImageBuildError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     return code
 
@@ -47,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     play_.add_argument("bundle")
     play_.add_argument("--split", default="train")
     play_.add_argument("--index", type=int, default=0)
+    play_.add_argument("--sandbox", choices=PROVIDERS, help="sandbox provider (default: the bundle's)")
     play_.set_defaults(run=_play)
 
     replay = commands.add_parser(
@@ -54,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("bundle")
     replay.add_argument("--split", help="only this split (default: every split)")
+    replay.add_argument("--sandbox", choices=PROVIDERS, help="sandbox provider (default: the bundle's)")
     replay.set_defaults(run=_replay)
 
     serve = commands.add_parser(
@@ -71,7 +81,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--sandbox", choices=PROVIDERS, help="sandbox provider (default: the bundle's)")
     serve.set_defaults(run=_serve)
+
+    image = commands.add_parser(
+        "sandbox-image",
+        help="build the Docker sandbox's image (static bash and busybox from Debian) into the local engine",
+    )
+    image.add_argument("--tag", default=DEFAULT_IMAGE, help=f"the image's name (default: {DEFAULT_IMAGE})")
+    image.set_defaults(run=_sandbox_image)
     return parser
+
+
+def _sandbox_image(args: argparse.Namespace) -> int:
+    from agent_env.sandbox.image import build_sandbox_image
+
+    image_id = build_sandbox_image(args.tag)
+    print(f"agent-env: built {args.tag} ({image_id[:19]})")
+    return 0
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -101,7 +126,7 @@ def _tasks(args: argparse.Namespace) -> int:
 
 def _play(args: argparse.Namespace) -> int:
     task = load_bundle(args.bundle).task(args.split, args.index)
-    score = asyncio.run(play_in_terminal(task, input, sys.stdout))
+    score = asyncio.run(play_in_terminal(task, input, sys.stdout, sandbox=args.sandbox))
     return 0 if score is not None else 1
 
 
@@ -138,7 +163,7 @@ def _replay(args: argparse.Namespace) -> int:
             solutions = load_solutions(bundle, split)
             for task in bundle.tasks(split):
                 script = solutions.get(task.id)
-                result = await play(Episode(task), script.turns if script else [])
+                result = await play(Episode(task, sandbox=args.sandbox), script.turns if script else [])
                 expected = script.expected_score if script else None
                 ok = expected is not None and result.score == expected
                 failures += not ok

@@ -38,9 +38,11 @@ def _type(prop: dict[str, Any]) -> str:
     return str(prop.get("type", "any"))
 
 
-async def play_in_terminal(task: Task, read: Callable[[str], str], out: TextIO) -> float | None:
+async def play_in_terminal(
+    task: Task, read: Callable[[str], str], out: TextIO, *, sandbox: str | None = None
+) -> float | None:
     """Play `task` with commands read line by line; returns the score, or None when abandoned."""
-    episode = Episode(task)
+    episode = Episode(task, sandbox=sandbox)
 
     def say(text: str) -> None:
         print(text, file=out, flush=True)

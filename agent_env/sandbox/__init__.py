@@ -9,16 +9,26 @@ from agent_env.sandbox.base import (
     Sandbox,
     SandboxProvider,
 )
+from agent_env.sandbox.config import DEFAULT_IMAGE, SandboxConfig
+from agent_env.sandbox.docker import DockerSandbox, DockerSandboxProvider
+from agent_env.sandbox.image import ImageBuildError, build_sandbox_image
 from agent_env.sandbox.local import LocalSandbox, LocalSandboxProvider
-from agent_env.sandbox.registry import sandbox_provider
+from agent_env.sandbox.registry import PROVIDERS, sandbox_provider
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT_S",
+    "DEFAULT_IMAGE",
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "PROVIDERS",
     "CommandResult",
+    "DockerSandbox",
+    "DockerSandboxProvider",
+    "ImageBuildError",
     "LocalSandbox",
     "LocalSandboxProvider",
     "Sandbox",
+    "SandboxConfig",
     "SandboxProvider",
+    "build_sandbox_image",
     "sandbox_provider",
 ]

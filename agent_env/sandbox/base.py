@@ -36,6 +36,26 @@ class CommandResult:
         return f"{self.output}\n{status}" if self.output else status
 
 
+class CappedOutput:
+    """A command's output: the first `limit` bytes kept, the rest only counted, so a flood never blocks."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = max(0, self.limit - len(self.kept))
+        self.kept += chunk[:room]
+        self.dropped += max(0, len(chunk) - room)
+
+    def text(self) -> str:
+        text = self.kept.decode("utf-8", errors="replace")
+        if self.dropped:
+            text += f"\n[output truncated: {self.dropped} more bytes]"
+        return text
+
+
 @runtime_checkable
 class Sandbox(Protocol):
     """One episode's sandbox."""

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agent_env._threads import run_sync
-from agent_env.sandbox.base import CommandResult
+from agent_env.sandbox.base import CappedOutput, CommandResult
 
 _READ_CHUNK = 64 * 1024
 _OUTPUT_GRACE_S = 1.0
@@ -49,8 +49,8 @@ class LocalSandbox:
         )
         self._groups.add(process.pid)
         assert process.stdout is not None
-        output = _CappedOutput(max_output_bytes)
-        reader = asyncio.create_task(output.drain(process.stdout))
+        output = CappedOutput(max_output_bytes)
+        reader = asyncio.create_task(_drain(process.stdout, output))
         timed_out = False
         try:
             await asyncio.wait_for(_exited(process), timeout_s)
@@ -124,25 +124,9 @@ async def _exited(process: asyncio.subprocess.Process) -> None:
         waiting.cancel()
 
 
-class _CappedOutput:
-    """A command's output: the first `limit` bytes kept, the rest counted, so a flood never blocks."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.kept = bytearray()
-        self.dropped = 0
-
-    async def drain(self, stream: asyncio.StreamReader) -> None:
-        while chunk := await stream.read(_READ_CHUNK):
-            room = max(0, self.limit - len(self.kept))
-            self.kept += chunk[:room]
-            self.dropped += max(0, len(chunk) - room)
-
-    def text(self) -> str:
-        text = self.kept.decode("utf-8", errors="replace")
-        if self.dropped:
-            text += f"\n[output truncated: {self.dropped} more bytes]"
-        return text
+async def _drain(stream: asyncio.StreamReader, output: CappedOutput) -> None:
+    while chunk := await stream.read(_READ_CHUNK):
+        output.add(chunk)
 
 
 def _kill_group(group: int) -> None:

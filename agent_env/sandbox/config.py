@@ -1,0 +1,24 @@
+"""`[sandbox]` in `bundle.toml`: which provider runs `bash`, each command's limits, and the container's."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_env.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, DEFAULT_MAX_OUTPUT_BYTES
+
+DEFAULT_IMAGE = "agent-env-sandbox:latest"
+"""The image `agent-env sandbox-image` builds: bash and busybox's tools, nothing else."""
+
+
+class SandboxConfig(BaseModel):
+    """Every provider keeps the command limits; `image`, `cpus`, `memory_mb`, `pids_limit` are Docker's."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: str = "local"
+    command_timeout_s: float = Field(DEFAULT_COMMAND_TIMEOUT_S, gt=0)
+    max_output_bytes: int = Field(DEFAULT_MAX_OUTPUT_BYTES, gt=0)
+    image: str = Field(DEFAULT_IMAGE, min_length=1, description="Docker image each episode's container runs.")
+    cpus: float = Field(1.0, gt=0, description="CPUs one container may use.")
+    memory_mb: int = Field(512, ge=16, description="Memory one container may use, swap included.")
+    pids_limit: int = Field(256, ge=8, description="Processes one container may hold at once.")

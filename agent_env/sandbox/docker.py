@@ -1,0 +1,184 @@
+"""The `docker` sandbox: one container per episode through the Docker SDK (the `docker` extra).
+
+A container has no network, CPU, memory and pids limits, no capabilities, and the task's files in
+its work folder before the first turn. Each command runs through `exec` under a small wrapper that,
+when the command returns, kills every process it left behind (`kill -9 -1` spares only the
+container's init and the wrapper itself), so nothing runs between commands, as with `local`. A
+command past its deadline is killed from a second `exec`. The container is removed at teardown,
+whatever happened.
+
+The engine is checked when the provider is made, that is when a server starts, so a missing engine
+or image is an error before the first episode rather than at it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+import os
+import tarfile
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from agent_env._threads import run_sync
+from agent_env.errors import SandboxUnavailableError
+from agent_env.sandbox.base import CappedOutput, CommandResult
+from agent_env.sandbox.config import SandboxConfig
+from agent_env.sandbox.image import SANDBOX_LABEL, WORK_FOLDER
+
+INSTALL_HINT = "pip install 'agentenv-framework[docker]'"
+_WRAPPER = 'bash -c "$1"; status=$?; kill -9 -1 2>/dev/null; exit $status'
+_KILL_ALL = ["/bin/bash", "-c", "kill -9 -1"]
+_KILL_GRACE_S = 5.0
+# The container's init: bash reaps every orphan it adopts, so killed leftovers leave no zombie that
+# would hold a pid, and `kill -1` never reaches it (it spares pid 1).
+_INIT = ["/bin/bash", "-c", "trap 'exit 0' TERM; while :; do sleep 86400 & wait; done"]
+_ENVIRONMENT = {"HOME": WORK_FOLDER, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+
+log = logging.getLogger(__name__)
+
+
+def docker_client() -> Any:
+    """A client of the engine `DOCKER_HOST` names (the local socket by default), checked with a ping."""
+    try:
+        import docker
+    except ImportError as exc:
+        raise SandboxUnavailableError(f"the docker sandbox needs the Docker SDK: {INSTALL_HINT}") from exc
+    where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    try:
+        client = docker.from_env(timeout=30)
+        client.ping()
+    except Exception as exc:
+        raise SandboxUnavailableError(
+            f"the docker sandbox needs a Docker engine, and none answered at {where} ({exc}). Start one "
+            "(see the README's 'Docker sandboxes'), set DOCKER_HOST, or choose the local sandbox "
+            "(--sandbox local)"
+        ) from exc
+    return client
+
+
+class DockerSandbox:
+    """One episode's container."""
+
+    def __init__(self, container: Any) -> None:
+        self.container = container
+        self._closed = False
+
+    @property
+    def id(self) -> str:
+        return str(self.container.id)
+
+    async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
+        if self._closed:
+            raise RuntimeError("the sandbox has been torn down")
+        api = self.container.client.api
+        execution = await run_sync(
+            api.exec_create,
+            self.container.id,
+            ["/bin/bash", "-c", _WRAPPER, "agent-env", command],
+            workdir=WORK_FOLDER,
+            environment=_ENVIRONMENT,
+        )
+        output = CappedOutput(max_output_bytes)
+        reading = asyncio.ensure_future(run_sync(_read_all, api, execution["Id"], output))
+        timed_out = False
+        try:
+            await _within(reading, timeout_s)
+        except TimeoutError:
+            timed_out = True
+            await run_sync(self._kill_all)
+            with contextlib.suppress(TimeoutError):
+                await _within(reading, _KILL_GRACE_S)
+        if timed_out:
+            return CommandResult(None, output.text(), True, output.dropped > 0)
+        exit_code = (await run_sync(api.exec_inspect, execution["Id"])).get("ExitCode")
+        return CommandResult(exit_code, output.text(), False, output.dropped > 0)
+
+    async def teardown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await run_sync(self.container.remove, force=True, v=True)
+        except Exception as exc:
+            if type(exc).__name__ != "NotFound":
+                log.warning("could not remove sandbox container %s: %s", self.container.id[:12], exc)
+
+    def _kill_all(self) -> None:
+        with contextlib.suppress(Exception):
+            self.container.exec_run(_KILL_ALL)
+
+
+class DockerSandboxProvider:
+    """Makes one container per episode from `settings.image`, with `settings`' limits."""
+
+    name = "docker"
+
+    def __init__(self, settings: SandboxConfig | None = None, *, client: Any = None) -> None:
+        self.settings = settings or SandboxConfig(provider="docker")
+        self.client = client if client is not None else docker_client()
+        self._check_image()
+
+    async def create(self, files: Mapping[str, bytes]) -> DockerSandbox:
+        container = await run_sync(self._start)
+        sandbox = DockerSandbox(container)
+        try:
+            if files:
+                archive = _archive(files)
+                if not await run_sync(container.put_archive, WORK_FOLDER, archive):
+                    raise RuntimeError("the engine refused the task's files")
+        except BaseException:
+            await sandbox.teardown()
+            raise
+        return sandbox
+
+    def _start(self) -> Any:
+        settings = self.settings
+        return self.client.containers.run(
+            settings.image,
+            command=_INIT,
+            detach=True,
+            network_mode="none",
+            nano_cpus=int(settings.cpus * 1e9),
+            mem_limit=f"{settings.memory_mb}m",
+            memswap_limit=f"{settings.memory_mb}m",
+            pids_limit=settings.pids_limit,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            working_dir=WORK_FOLDER,
+            labels={SANDBOX_LABEL: "1", f"{SANDBOX_LABEL}.server-pid": str(os.getpid())},
+        )
+
+    def _check_image(self) -> None:
+        import docker.errors
+
+        try:
+            self.client.images.get(self.settings.image)
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxUnavailableError(
+                f"the Docker engine has no image '{self.settings.image}'. Build the default one with "
+                f"`agent-env sandbox-image --tag {self.settings.image}`, or set [sandbox] image in "
+                "bundle.toml to an image that has /bin/bash"
+            ) from exc
+
+
+async def _within(reading: asyncio.Future[None], timeout_s: float) -> None:
+    await asyncio.wait_for(asyncio.shield(reading), timeout_s)
+
+
+def _read_all(api: Any, execution: str, output: CappedOutput) -> None:
+    chunks: Iterator[bytes] = api.exec_start(execution, stream=True)
+    for chunk in chunks:
+        output.add(chunk)
+
+
+def _archive(files: Mapping[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for relative, content in sorted(files.items()):
+            info = tarfile.TarInfo(relative)
+            info.size, info.mode = len(content), 0o644
+            tar.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
