@@ -1,8 +1,12 @@
-"""Test-wide settings: capabilities decide skips at collection, and nothing reaches the network."""
+"""Test-wide settings and fixtures: capabilities decide skips at collection, nothing reaches the network,
+and servers on loopback with OpenEnv clients (imported only when a test makes one) are closed after it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import pytest
 
@@ -16,3 +20,47 @@ for _name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         capabilities.apply(item)
+
+
+@pytest.fixture
+def connect() -> Iterator[Callable[..., Any]]:
+    """Open a blocking OpenEnv client on a server's URL, as a trainer does (`GenericEnvClient`'s keywords
+    pass through).
+
+    OpenEnv is imported only when a client is opened, so tests that never open one never import it.
+    """
+    clients: list[Any] = []
+
+    def open_client(url: str, **options: Any) -> Any:
+        from openenv import GenericEnvClient
+
+        client = GenericEnvClient(base_url=url, **options).sync()
+        clients.append(client)
+        return client
+
+    yield open_client
+    for client in clients:
+        with contextlib.suppress(Exception):
+            client.close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., Any]]:
+    """Start a `BackgroundServer` for an ASGI app, or for fake tasks by split (`_app`'s keywords pass
+    through); every server is stopped after the test."""
+    servers: list[Any] = []
+
+    def start(what: Any, **options: Any) -> Any:
+        from agent_env.openenv import BackgroundServer
+        from agent_env.openenv.app import _app
+        from agent_env.testing import fake_served
+
+        app = _app(fake_served(what), **options) if isinstance(what, Mapping) else what
+        server = BackgroundServer(app).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        if server.running:
+            server.stop()

@@ -1,4 +1,4 @@
-"""Types of the fixtures the server's tests use: `serve` and `connect` are in tst/unit/conftest.py."""
+"""Types of the fixtures the server's tests use: `serve` and `connect` are in tst/conftest.py."""
 
 from __future__ import annotations
 

@@ -1,0 +1,172 @@
+"""The docker sandbox provider against a real engine: one container per episode, limits, deadlines."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import pytest
+
+from agent_env.errors import SandboxUnavailableError
+from agent_env.sandbox import DockerSandbox, DockerSandboxProvider, SandboxConfig
+from tst.integration.conftest import sandbox_containers
+
+T = TypeVar("T")
+CAP = 16 * 1024
+
+
+def settings(**options: Any) -> SandboxConfig:
+    return SandboxConfig(provider="docker", **options)
+
+
+def in_sandbox(
+    provider: DockerSandboxProvider, files: dict[str, bytes], play: Callable[[DockerSandbox], Awaitable[T]]
+) -> T:
+    """Make a sandbox with `files`, run `play` in it, and tear it down whatever happened."""
+
+    async def run() -> T:
+        sandbox = await provider.create(files)
+        try:
+            return await play(sandbox)
+        finally:
+            await sandbox.teardown()
+
+    return asyncio.run(run())
+
+
+@pytest.fixture
+def provider(docker_client: Any, sandbox_image: str) -> DockerSandboxProvider:
+    return DockerSandboxProvider(settings(image=sandbox_image), client=docker_client)
+
+
+def test_the_tasks_files_are_in_the_work_folder_before_the_first_command(
+    provider: DockerSandboxProvider,
+) -> None:
+    files = {"manifest.csv": b"crate,weight\nC1,4\n", "notes/day 1.txt": b"calm seas\n"}
+
+    async def play(sandbox: DockerSandbox) -> Any:
+        return await sandbox.run(
+            "pwd; cat manifest.csv 'notes/day 1.txt'", timeout_s=10, max_output_bytes=CAP
+        )
+
+    result = in_sandbox(provider, files, play)
+
+    assert result.exit_code == 0
+    assert result.output == "/work\ncrate,weight\nC1,4\ncalm seas\n"
+
+
+def test_a_command_answers_with_its_exit_code_and_its_output_and_stderr_together(
+    provider: DockerSandboxProvider,
+) -> None:
+    async def play(sandbox: DockerSandbox) -> Any:
+        return await sandbox.run("echo out; echo err >&2; exit 3", timeout_s=10, max_output_bytes=CAP)
+
+    result = in_sandbox(provider, {}, play)
+
+    assert (result.exit_code, result.timed_out) == (3, False)
+    assert sorted(result.output.split()) == ["err", "out"]
+
+
+def test_a_command_past_its_deadline_is_killed_and_nothing_it_started_runs_on(
+    provider: DockerSandboxProvider,
+) -> None:
+    async def play(sandbox: DockerSandbox) -> tuple[Any, Any]:
+        late = await sandbox.run("echo begun; sleep 30", timeout_s=0.5, max_output_bytes=CAP)
+        after = await sandbox.run(
+            "ps -o comm | grep -c '^sleep 30' || true", timeout_s=10, max_output_bytes=CAP
+        )
+        return late, after
+
+    late, after = in_sandbox(provider, {}, play)
+
+    assert (late.exit_code, late.timed_out) == (None, True)
+    assert late.output == "begun\n"
+    assert "ran past its 0.5 s deadline" in late.render(0.5)
+    assert after.output == "0\n"
+
+
+def test_a_background_process_a_command_started_is_killed_when_the_command_returns(
+    provider: DockerSandboxProvider,
+) -> None:
+    async def play(sandbox: DockerSandbox) -> tuple[Any, Any]:
+        started = await sandbox.run("sleep 300 & echo $!", timeout_s=10, max_output_bytes=CAP)
+        pid = started.output.strip()
+        return started, await sandbox.run(
+            f"kill -0 {pid} 2>/dev/null && echo alive || echo gone", timeout_s=10, max_output_bytes=CAP
+        )
+
+    started, check = in_sandbox(provider, {}, play)
+
+    assert started.exit_code == 0
+    assert check.output == "gone\n"
+
+
+def test_output_past_the_cap_is_cut_and_the_rest_counted(provider: DockerSandboxProvider) -> None:
+    async def play(sandbox: DockerSandbox) -> Any:
+        return await sandbox.run("head -c 100000 /dev/zero | tr '\\0' x", timeout_s=10, max_output_bytes=1000)
+
+    result = in_sandbox(provider, {}, play)
+
+    assert result.exit_code == 0 and result.truncated
+    assert result.output == "x" * 1000 + "\n[output truncated: 99000 more bytes]"
+
+
+def test_a_container_has_no_network_no_capabilities_and_the_configured_limits(
+    docker_client: Any, sandbox_image: str
+) -> None:
+    limited = DockerSandboxProvider(
+        settings(image=sandbox_image, cpus=0.5, memory_mb=64, pids_limit=32), client=docker_client
+    )
+
+    async def play(sandbox: DockerSandbox) -> tuple[dict[str, Any], Any, Any, Any]:
+        host = docker_client.api.inspect_container(sandbox.id)["HostConfig"]
+        interfaces = await sandbox.run("ls /sys/class/net", timeout_s=10, max_output_bytes=CAP)
+        forks = await sandbox.run("for i in $(seq 64); do sleep 5 & done", timeout_s=30, max_output_bytes=CAP)
+        after = await sandbox.run("echo still here", timeout_s=10, max_output_bytes=CAP)
+        return host, interfaces, forks, after
+
+    host, interfaces, forks, after = in_sandbox(limited, {}, play)
+
+    assert host["NetworkMode"] == "none"
+    assert (host["NanoCpus"], host["Memory"], host["PidsLimit"]) == (500_000_000, 64 * 2**20, 32)
+    assert host["CapDrop"] == ["ALL"] and "no-new-privileges" in host["SecurityOpt"]
+    assert interfaces.output.split() == ["lo"]
+    assert (
+        forks.exit_code != 0 and "fork" in forks.output and "Resource temporarily unavailable" in forks.output
+    )
+    assert (after.exit_code, after.output) == (0, "still here\n")
+
+
+def test_teardown_removes_the_container_even_when_it_already_died_and_a_second_teardown_does_nothing(
+    provider: DockerSandboxProvider, docker_client: Any
+) -> None:
+    async def play() -> None:
+        sandbox = await provider.create({})
+        assert sandbox_containers(docker_client) == [sandbox.id]
+        docker_client.containers.get(sandbox.id).kill()
+        await sandbox.teardown()
+        await sandbox.teardown()
+
+    asyncio.run(play())
+
+    assert sandbox_containers(docker_client) == []
+
+
+def test_a_command_in_a_torn_down_sandbox_is_refused(provider: DockerSandboxProvider) -> None:
+    async def play() -> None:
+        sandbox = await provider.create({})
+        await sandbox.teardown()
+        await sandbox.run("true", timeout_s=10, max_output_bytes=CAP)
+
+    with pytest.raises(RuntimeError, match="torn down"):
+        asyncio.run(play())
+
+
+def test_an_image_the_engine_lacks_is_an_error_when_the_provider_is_made_naming_how_to_build_it(
+    docker_client: Any,
+) -> None:
+    with pytest.raises(
+        SandboxUnavailableError, match=r"no image 'agent-env-missing:1'.*agent-env sandbox-image"
+    ):
+        DockerSandboxProvider(settings(image="agent-env-missing:1"), client=docker_client)
