@@ -1,0 +1,119 @@
+"""Each extra declares what its code imports, and its code imports what it declares.
+
+The package's source is read statically (ast), by area: `openenv` is agent_env/openenv, `trl` is
+agent_env/training/trl, `docker` is agent_env/sandbox/docker*.py, and the core is everything else
+(agent_env/training/__init__.py included: importing agent_env.training must need no extra). Every import
+counts, at the top, under `if TYPE_CHECKING:` or lazily inside a function. Import names map to
+distributions through importlib.metadata.packages_distributions(); what an extra declares is read from
+pyproject.toml, with the base's requirements and those of the extras it includes.
+
+That `import agent_env` pulls in neither OpenEnv nor torch is tst/unit/package_test.py's; that importing
+agent_env.training.trl without the extra names `[trl]` is tst/unit/training/trl_package_test.py's.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import sys
+import tomllib
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+import agent_env
+from tools import notices
+
+PACKAGE = Path(agent_env.__file__).parent
+AREAS: dict[str, Callable[[PurePosixPath], bool]] = {
+    "openenv": lambda p: p.parts[:1] == ("openenv",),
+    "trl": lambda p: p.parts[:2] == ("training", "trl"),
+    "docker": lambda p: p.parent == PurePosixPath("sandbox") and p.match("docker*.py"),
+}
+# Imported without being declared, on purpose: TRL brings transformers, and classes.py uses it only when it
+# is installed (importlib.util.find_spec), lazily; trl_package_test.py proves the import never pulls it in.
+UNDECLARED = {"trl": {"transformers"}}
+DECLARED = notices.declared()
+PROVIDERS = importlib.metadata.packages_distributions()
+
+
+def area_of(relative: PurePosixPath) -> str:
+    return next((area for area, holds in AREAS.items() if holds(relative)), notices.CORE)
+
+
+def imports_of(path: Path) -> set[str]:
+    """The top-level names of every absolute import in a module, wherever it sits."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def third_party_imports(area: str) -> dict[str, set[str]]:
+    """Each third-party module the area's code imports, with the files that import it."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = PurePosixPath(path.relative_to(PACKAGE).as_posix())
+        if area_of(relative) == area:
+            for name in imports_of(path) - set(sys.stdlib_module_names) - {"agent_env", "__future__"}:
+                found.setdefault(name, set()).add(f"agent_env/{relative}")
+    return found
+
+
+def providers(module: str) -> set[str]:
+    """The installed distributions that provide a top-level module."""
+    return {canonicalize_name(d) for d in PROVIDERS.get(module, [])}
+
+
+def names(requirements: list[Requirement]) -> set[str]:
+    return {canonicalize_name(r.name) for r in requirements} - {notices.SELF}
+
+
+@pytest.mark.parametrize("area", list(DECLARED))
+def test_every_third_party_module_an_area_imports_is_declared_by_its_install(area: str) -> None:
+    allowed = names(notices.install_requirements(area, DECLARED))
+
+    undeclared = [
+        f"{module} (from {', '.join(sorted(providers(module))) or 'no installed distribution'}), "
+        f"imported by {', '.join(sorted(files))}"
+        for module, files in sorted(third_party_imports(area).items())
+        if not providers(module) & allowed and module not in UNDECLARED.get(area, set())
+    ]
+
+    assert undeclared == []
+
+
+@pytest.mark.parametrize("area", list(DECLARED))
+def test_every_requirement_an_install_declares_is_imported_by_its_code(area: str) -> None:
+    imported = set().union(*map(providers, third_party_imports(area)))
+
+    assert sorted(names(DECLARED[area]) - imported) == []
+
+
+def test_the_trl_extra_includes_the_openenv_extra_and_so_brings_all_it_brings() -> None:
+    closures = notices.closures()
+
+    assert notices.included_extras("trl", DECLARED) == ["openenv"]
+    assert sorted(closures["openenv"].keys() - closures["trl"].keys()) == []
+
+
+def test_every_extra_an_extra_includes_is_one_pyproject_declares() -> None:
+    extras = tomllib.loads((notices.ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "optional-dependencies"
+    ]
+    included = {
+        extra
+        for requirements in extras.values()
+        for r in map(Requirement, requirements)
+        if canonicalize_name(r.name) == notices.SELF
+        for extra in r.extras
+    }
+
+    assert included
+    assert sorted(included - extras.keys()) == []
