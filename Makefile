@@ -8,7 +8,7 @@ TORCH ?= torch==2.13.0
 TRL ?= trl==1.16.*
 EXTRAS ?= dev,openenv,trl,docker
 
-.PHONY: install test unit integration trl-test lint format demo replay
+.PHONY: install test unit integration trl-test lint format demo replay sandbox-image docker-engine
 
 install:
 	$(PYTHON) -m pip install $(TORCH)
@@ -17,25 +17,35 @@ install:
 # The unit tier, then the integration tier (its tests skip, with their declared reason, without a
 # Docker engine). pytest's exit 5 ("no tests ran") fails the target with a message.
 test:
-	@bash tst/util/run-tier.sh tst/unit tst/integration
+	@bash tst/util/run-tier.sh test tst/unit tst/integration
 
 unit:
-	@bash tst/util/run-tier.sh tst/unit
+	@bash tst/util/run-tier.sh unit tst/unit
 
 integration:
-	@bash tst/util/run-tier.sh tst/integration
+	@bash tst/util/run-tier.sh integration tst/integration
 
 trl-test:
-	@bash tst/util/run-tier.sh tst/trl
+	@bash tst/util/run-tier.sh trl tst/trl
+
+# The Docker sandbox's image (bash and busybox from Debian's static packages), built into the engine.
+sandbox-image:
+	$(PYTHON) -m agent_env.cli sandbox-image
+
+# A Docker engine on this machine for the integration tier: installs Debian's docker.io if needed and
+# starts it on loopback only (`bash tst/util/docker-engine.sh stop` stops it).
+docker-engine:
+	bash tst/util/docker-engine.sh install
+	bash tst/util/docker-engine.sh start
 
 lint:
-	$(PYTHON) -m ruff check agent_env tst examples
-	$(PYTHON) -m ruff format --check agent_env tst examples
+	$(PYTHON) -m ruff check agent_env tst examples tools
+	$(PYTHON) -m ruff format --check agent_env tst examples tools
 	$(PYTHON) -m mypy
 
 format:
-	$(PYTHON) -m ruff format agent_env tst examples
-	$(PYTHON) -m ruff check --fix agent_env tst examples
+	$(PYTHON) -m ruff format agent_env tst examples tools
+	$(PYTHON) -m ruff check --fix agent_env tst examples tools
 
 # The main job: GRPOTrainer trains a tiny model, built offline, on the CPU for a few steps on the
 # example bundle served in process, and prints a table per step. `make replay` plays every task's
