@@ -34,10 +34,11 @@ case "${1:-}" in
       exit 0
     fi
     mkdir -p "$state"
-    as_root dockerd --bridge=none --iptables=false >"$state/dockerd.log" 2>&1 &
-    echo $! >"$state/pid"
+    rm -f "$state/pid"
+    # dockerd writes its own pid: $! would be that of a subshell when sudo or a function stands between.
+    as_root dockerd --bridge=none --iptables=false --pidfile "$state/pid" >"$state/dockerd.log" 2>&1 &
     for _ in $(seq "$start_s"); do
-      if answers; then
+      if answers && [ -s "$state/pid" ]; then
         echo "docker-engine: started (pid $(cat "$state/pid"), log $state/dockerd.log)"
         exit 0
       fi
@@ -48,7 +49,7 @@ case "${1:-}" in
     exit 1
     ;;
   stop)
-    [ -f "$state/pid" ] || exit 0
+    [ -s "$state/pid" ] || exit 0
     pid=$(cat "$state/pid")
     as_root kill "$pid" 2>/dev/null || true
     for _ in $(seq "$stop_s"); do
