@@ -17,7 +17,7 @@ from agent_env.episode import Episode
 from agent_env.errors import BundleError, SandboxUnavailableError
 from agent_env.replay import load_solutions, play
 from agent_env.sandbox.config import DEFAULT_IMAGE
-from agent_env.sandbox.image import ImageBuildError
+from agent_env.sandbox.docker_image import ImageBuildError
 from agent_env.sandbox.registry import PROVIDERS
 
 
@@ -92,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _sandbox_image(args: argparse.Namespace) -> int:
-    from agent_env.sandbox.image import build_sandbox_image
+    from agent_env.sandbox.docker_image import build_sandbox_image
 
     image_id = build_sandbox_image(args.tag)
     print(f"agent-env: built {args.tag} ({image_id[:19]})")

@@ -11,7 +11,7 @@ from agent_env.sandbox.base import (
 )
 from agent_env.sandbox.config import DEFAULT_IMAGE, SandboxConfig
 from agent_env.sandbox.docker import DockerSandbox, DockerSandboxProvider
-from agent_env.sandbox.image import ImageBuildError, build_sandbox_image
+from agent_env.sandbox.docker_image import ImageBuildError, build_sandbox_image
 from agent_env.sandbox.local import LocalSandbox, LocalSandboxProvider
 from agent_env.sandbox.registry import PROVIDERS, sandbox_provider
 

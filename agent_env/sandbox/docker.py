@@ -26,7 +26,7 @@ from agent_env._threads import run_sync
 from agent_env.errors import SandboxUnavailableError
 from agent_env.sandbox.base import CappedOutput, CommandResult
 from agent_env.sandbox.config import SandboxConfig
-from agent_env.sandbox.image import SANDBOX_LABEL, WORK_FOLDER
+from agent_env.sandbox.docker_image import SANDBOX_LABEL, WORK_FOLDER
 
 INSTALL_HINT = "pip install 'agentenv-framework[docker]'"
 _WRAPPER = 'bash -c "$1"; status=$?; kill -9 -1 2>/dev/null; exit $status'
@@ -135,11 +135,11 @@ class DockerSandboxProvider:
         return sandbox
 
     def _start(self) -> Any:
+        """Create and start the container; one that fails to start is removed, not left behind."""
         settings = self.settings
-        return self.client.containers.run(
+        container = self.client.containers.create(
             settings.image,
             command=_INIT,
-            detach=True,
             network_mode="none",
             nano_cpus=int(settings.cpus * 1e9),
             mem_limit=f"{settings.memory_mb}m",
@@ -150,6 +150,13 @@ class DockerSandboxProvider:
             working_dir=WORK_FOLDER,
             labels={SANDBOX_LABEL: "1", f"{SANDBOX_LABEL}.server-pid": str(os.getpid())},
         )
+        try:
+            container.start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+            raise
+        return container
 
     def _check_image(self) -> None:
         import docker.errors

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agent_env.sandbox import DEFAULT_IMAGE, build_sandbox_image
-from agent_env.sandbox.image import SANDBOX_LABEL
+from agent_env.sandbox.docker_image import SANDBOX_LABEL
 from tst.unit._waiting import until
 
 LEFTOVER_WAIT_S = 10.0

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import io
+import tarfile
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
@@ -170,3 +172,25 @@ def test_an_image_the_engine_lacks_is_an_error_when_the_provider_is_made_naming_
         SandboxUnavailableError, match=r"no image 'agent-env-missing:1'.*agent-env sandbox-image"
     ):
         DockerSandboxProvider(settings(image="agent-env-missing:1"), client=docker_client)
+
+
+@pytest.fixture
+def image_without_bash(docker_client: Any) -> Iterator[str]:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo("etc/hostname")
+        tar.addfile(info, io.BytesIO(b""))
+    docker_client.api.import_image_from_data(buffer.getvalue(), repository="agent-env-no-bash", tag="test")
+    yield "agent-env-no-bash:test"
+    docker_client.images.remove("agent-env-no-bash:test", force=True)
+
+
+def test_a_container_that_cannot_start_fails_the_deploy_and_is_removed(
+    docker_client: Any, image_without_bash: str
+) -> None:
+    broken = DockerSandboxProvider(settings(image=image_without_bash), client=docker_client)
+
+    with pytest.raises(Exception, match="/bin/bash"):
+        asyncio.run(broken.create({"a.txt": b"a"}))
+
+    assert sandbox_containers(docker_client) == []
