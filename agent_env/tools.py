@@ -188,13 +188,17 @@ def _argument_fields(
     return fields
 
 
+_ANY: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(Any)
+"""Built once: a TypeAdapter costs far more to make than to use, and every non-string result needs one."""
+
+
 def render_result(value: Any) -> str:
     """A tool's return value as text: strings as they are, everything else as JSON."""
     if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):
         return value.model_dump_json()
-    return json.dumps(pydantic.TypeAdapter(Any).dump_python(value, mode="json"), ensure_ascii=False)
+    return json.dumps(_ANY.dump_python(value, mode="json"), ensure_ascii=False)
 
 
 def _explain(tool: str, exc: ValidationError, model: type[BaseModel]) -> str:

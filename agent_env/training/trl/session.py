@@ -154,10 +154,14 @@ class Session:
     async def _within(self, send: Callable[[], Awaitable[_T]], wait_s: float) -> _T:
         if self.lost:
             raise SessionLostError("the session was lost before this call")
+        deadline = asyncio.timeout(wait_s)  # in this task: wait_for would start one more per message
         try:
-            return await asyncio.wait_for(_awaited(send), wait_s)
+            async with deadline:
+                return await send()
         except TimeoutError:
             self.lost = True
+            if not deadline.expired():
+                raise SessionLostError("the connection timed out") from None
             raise SessionLostError(f"the server sent no answer within {wait_s:g} s") from None
         except RuntimeError as exc:
             if match := _SERVER_ERROR.match(str(exc)):
