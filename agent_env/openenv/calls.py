@@ -1,7 +1,8 @@
 """Running one call of a session: within its deadline, and only while its client is still there.
 
-A call past its deadline, or whose client disconnected, is interrupted at once: the caller gets
-`InterruptedCallError` without waiting for the call to wind down, and decides what happens to its episode.
+A call past its deadline, or whose client disconnected, is cancelled where it awaits, and the caller
+gets `InterruptedCallError` and decides what happens to its episode. A sync tool's thread is let go
+at once (Python cannot stop it); an async call answers as soon as it lets itself be cancelled.
 """
 
 from __future__ import annotations
