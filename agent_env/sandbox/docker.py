@@ -19,6 +19,7 @@ import io
 import logging
 import os
 import tarfile
+import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -32,6 +33,8 @@ INSTALL_HINT = "pip install 'agentenv-framework[docker]'"
 _WRAPPER = 'bash -c "$1"; status=$?; kill -9 -1 2>/dev/null; exit $status'
 _KILL_ALL = ["/bin/bash", "-c", "kill -9 -1"]
 _KILL_GRACE_S = 5.0
+_ENGINE_TIMEOUT_S = 120
+"""How long one call to the engine may take: a busy engine creating dozens of containers is slow."""
 # The container's init: bash reaps every orphan it adopts, so killed leftovers leave no zombie that
 # would hold a pid, and `kill -1` never reaches it (it spares pid 1).
 _INIT = ["/bin/bash", "-c", "trap 'exit 0' TERM; while :; do sleep 86400 & wait; done"]
@@ -48,7 +51,7 @@ def docker_client() -> Any:
         raise SandboxUnavailableError(f"the docker sandbox needs the Docker SDK: {INSTALL_HINT}") from exc
     where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
     try:
-        client = docker.from_env(timeout=30)
+        client = docker.from_env(timeout=_ENGINE_TIMEOUT_S)
         client.ping()
     except Exception as exc:
         raise SandboxUnavailableError(
@@ -135,26 +138,32 @@ class DockerSandboxProvider:
         return sandbox
 
     def _start(self) -> Any:
-        """Create and start the container; one that fails to start is removed, not left behind."""
+        """Create and start the container; whatever fails, no container of it is left behind.
+
+        The container is named up front, so one the engine made although the call failed (it timed
+        out, say) can still be found and removed.
+        """
         settings = self.settings
-        container = self.client.containers.create(
-            settings.image,
-            command=_INIT,
-            network_mode="none",
-            nano_cpus=int(settings.cpus * 1e9),
-            mem_limit=f"{settings.memory_mb}m",
-            memswap_limit=f"{settings.memory_mb}m",
-            pids_limit=settings.pids_limit,
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            working_dir=WORK_FOLDER,
-            labels={SANDBOX_LABEL: "1", f"{SANDBOX_LABEL}.server-pid": str(os.getpid())},
-        )
+        name = f"agent-env-sandbox-{uuid.uuid4().hex}"
         try:
+            container = self.client.containers.create(
+                settings.image,
+                command=_INIT,
+                name=name,
+                network_mode="none",
+                nano_cpus=int(settings.cpus * 1e9),
+                mem_limit=f"{settings.memory_mb}m",
+                memswap_limit=f"{settings.memory_mb}m",
+                pids_limit=settings.pids_limit,
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                working_dir=WORK_FOLDER,
+                labels={SANDBOX_LABEL: "1", f"{SANDBOX_LABEL}.server-pid": str(os.getpid())},
+            )
             container.start()
         except BaseException:
             with contextlib.suppress(Exception):
-                container.remove(force=True)
+                self.client.api.remove_container(name, force=True)
             raise
         return container
 

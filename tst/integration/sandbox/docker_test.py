@@ -194,3 +194,23 @@ def test_a_container_that_cannot_start_fails_the_deploy_and_is_removed(
         asyncio.run(broken.create({"a.txt": b"a"}))
 
     assert sandbox_containers(docker_client) == []
+
+
+def test_a_container_the_engine_made_although_the_call_to_make_it_failed_is_removed(
+    docker_client: Any, sandbox_image: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from docker.models.containers import ContainerCollection
+
+    made = ContainerCollection.create
+
+    def made_then_timed_out(self: Any, *args: Any, **kwargs: Any) -> Any:
+        made(self, *args, **kwargs)
+        raise TimeoutError("the engine took too long to answer")
+
+    monkeypatch.setattr(ContainerCollection, "create", made_then_timed_out)
+    provider = DockerSandboxProvider(settings(image=sandbox_image), client=docker_client)
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(provider.create({}))
+
+    assert sandbox_containers(docker_client) == []
