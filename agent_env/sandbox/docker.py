@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from agent_env._threads import run_sync
+from agent_env._threads import run_in_own_thread, run_sync
 from agent_env.errors import SandboxUnavailableError
 from agent_env.sandbox.base import CappedOutput, CommandResult
 from agent_env.sandbox.config import SandboxConfig
@@ -85,7 +85,7 @@ class DockerSandbox:
             environment=_ENVIRONMENT,
         )
         output = CappedOutput(max_output_bytes)
-        reading = asyncio.ensure_future(run_sync(_read_all, api, execution["Id"], output))
+        reading = asyncio.ensure_future(run_in_own_thread(_read_all, api, execution["Id"], output))
         timed_out = False
         try:
             await _within(reading, timeout_s)

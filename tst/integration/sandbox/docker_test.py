@@ -214,3 +214,31 @@ def test_a_container_the_engine_made_although_the_call_to_make_it_failed_is_remo
         asyncio.run(provider.create({}))
 
     assert sandbox_containers(docker_client) == []
+
+
+def test_commands_cut_short_while_running_never_starve_the_teardowns_that_end_them(
+    provider: DockerSandboxProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A trainer killed mid-command cancels each call; the commands run on until teardown removes
+    their containers. More of them than the sync pool has threads must not hold the teardowns up."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agent_env import _threads
+
+    pool = ThreadPoolExecutor(max_workers=2)
+    monkeypatch.setattr(_threads, "_pool", pool)
+
+    async def play() -> None:
+        sandboxes = [await provider.create({}) for _ in range(3)]
+        commands = [
+            asyncio.ensure_future(s.run("sleep 300", timeout_s=600, max_output_bytes=CAP)) for s in sandboxes
+        ]
+        await asyncio.sleep(1.0)
+        for command in commands:
+            command.cancel()
+        await asyncio.wait_for(asyncio.gather(*(s.teardown() for s in sandboxes)), 30)
+
+    try:
+        asyncio.run(play())
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
