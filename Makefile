@@ -8,7 +8,7 @@ TORCH ?= torch==2.13.0
 TRL ?= trl==1.16.*
 EXTRAS ?= dev,openenv,trl,docker
 
-.PHONY: install test unit integration trl-test lint format demo replay sandbox-image docker-engine
+.PHONY: install test unit integration trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
 
 install:
 	$(PYTHON) -m pip install $(TORCH)
@@ -38,14 +38,23 @@ docker-engine:
 	bash tst/util/docker-engine.sh install
 	bash tst/util/docker-engine.sh start
 
+# The benchmarks (bench/): every layer's cost side by side, a table against the targets, and
+# bench/out/bench.png. It takes about 8 minutes; the Docker figures need an engine and the image.
+bench:
+	$(PYTHON) -m bench
+
+# The same with few samples, to check the benchmarks still run (CI runs this); its figures mean little.
+bench-quick:
+	$(PYTHON) -m bench --quick --out $${BENCH_OUT:-bench/out/quick}
+
 lint:
-	$(PYTHON) -m ruff check agent_env tst examples tools
-	$(PYTHON) -m ruff format --check agent_env tst examples tools
+	$(PYTHON) -m ruff check agent_env tst examples tools bench
+	$(PYTHON) -m ruff format --check agent_env tst examples tools bench
 	$(PYTHON) -m mypy
 
 format:
-	$(PYTHON) -m ruff format agent_env tst examples tools
-	$(PYTHON) -m ruff check --fix agent_env tst examples tools
+	$(PYTHON) -m ruff format agent_env tst examples tools bench
+	$(PYTHON) -m ruff check --fix agent_env tst examples tools bench
 
 # The main job: GRPOTrainer trains a tiny model, built offline, on the CPU for a few steps on the
 # example bundle served in process, and prints a table per step. `make replay` plays every task's

@@ -1,0 +1,164 @@
+"""2. Concurrency: many sessions playing episodes against one server process, through AgentEnv and bare.
+
+Each session plays episodes back to back (reset, 8 tool calls, end_turn, get_reward: 10 messages) for
+a fixed time, after one untimed episode each; the bare baseline sends the same 10 messages per episode
+with `GenericEnvClient` on one event loop. Targets on this machine: 256 sessions with zero errors, and
+at least 1,000 tool calls/s through AgentEnv at 64 sessions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.common import Figure, Results, percentile, rollout, server
+
+CALLS_PER_EPISODE = 8
+TARGET_CALLS_PER_S = 1000.0
+
+
+@dataclass
+class Load:
+    latencies: list[float] = field(default_factory=list)
+    episodes: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+
+    @property
+    def calls_per_s(self) -> float:
+        return len(self.latencies) / self.seconds if self.seconds else 0.0
+
+
+def through_agentenv(url: str, sessions: int, duration_s: float) -> Load:
+    from agent_env.training.trl import AgentEnv
+
+    load = Load()
+    lock = threading.Lock()
+    window: dict[str, float] = {}
+
+    def open_window() -> None:
+        window["start"] = time.perf_counter()
+        window["stop"] = window["start"] + duration_s
+
+    ready = threading.Barrier(sessions + 1, action=open_window)
+
+    with AgentEnv(url) as env:
+        made = [rollout(env, 0) for _ in range(sessions)]
+
+        def play(environment: object, row: dict[str, object], timed: bool) -> None:
+            latencies, errors = [], 0
+            try:
+                environment.reset(**row)  # type: ignore[attr-defined]
+                for value in range(CALLS_PER_EPISODE):
+                    start = time.perf_counter()
+                    answer = environment.ping(value=value)  # type: ignore[attr-defined]
+                    latencies.append(time.perf_counter() - start)
+                    errors += answer != str(value)
+                environment.end_turn(reply="done")  # type: ignore[attr-defined]
+                errors += environment.get_reward() != 1.0  # type: ignore[attr-defined]
+            except Exception:
+                errors += 1
+            if timed:
+                with lock:
+                    load.latencies += latencies
+                    load.errors += errors
+                    load.episodes += 1
+
+        def worker(environment: object, row: dict[str, object]) -> None:
+            play(environment, row, timed=False)
+            ready.wait()
+            while time.perf_counter() < window["stop"]:
+                play(environment, row, timed=True)
+
+        with ThreadPoolExecutor(sessions) as pool:
+            futures = [pool.submit(worker, environment, row) for environment, row in made]
+            ready.wait(timeout=300)
+            for future in futures:
+                future.result(timeout=duration_s + 300)
+            load.seconds = time.perf_counter() - window["start"]
+    return load
+
+
+def bare(url: str, sessions: int, duration_s: float) -> Load:
+    from openenv import GenericEnvClient
+
+    load = Load()
+
+    async def episode(client: GenericEnvClient, timed: bool) -> None:
+        try:
+            await client.reset()
+            for value in range(CALLS_PER_EPISODE + 1):
+                start = time.perf_counter()
+                result = await client.step({"value": value})
+                if timed and value < CALLS_PER_EPISODE:
+                    load.latencies.append(time.perf_counter() - start)
+                    load.errors += result.observation.get("value") != value
+        except Exception:
+            load.errors += 1
+        load.episodes += timed
+
+    async def session(client: GenericEnvClient, ready: asyncio.Barrier, stop: list[float]) -> None:
+        await episode(client, timed=False)
+        await ready.wait()
+        while time.perf_counter() < stop[0]:
+            await episode(client, timed=True)
+
+    async def main() -> None:
+        clients = [GenericEnvClient(base_url=url, message_timeout_s=120) for _ in range(sessions)]
+        ready, stop = asyncio.Barrier(sessions + 1), [float("inf")]
+        tasks = [asyncio.create_task(session(client, ready, stop)) for client in clients]
+        await asyncio.wait_for(ready.wait(), 300)
+        start = time.perf_counter()  # one loop: no session runs before this line sets the stop
+        stop[0] = start + duration_s
+        await asyncio.wait_for(asyncio.gather(*tasks), duration_s + 300)
+        load.seconds = time.perf_counter() - start
+        await asyncio.gather(*(client.close() for client in clients), return_exceptions=True)
+
+    asyncio.run(main())
+    return load
+
+
+def run(results: Results, workdir: Path, *, quick: bool) -> None:
+    levels, duration_s = ([1, 8], 1.0) if quick else ([1, 16, 64, 256], 8.0)
+    for name, kind, measure in (("AgentEnv", "bundle", through_agentenv), ("bare OpenEnv", "bare", bare)):
+        series: dict[int, float] = {}
+        for sessions in levels:
+            with server(kind, workdir=workdir) as served:
+                load = measure(served.url, sessions, duration_s)
+            series[sessions] = load.calls_per_s
+            target = TARGET_CALLS_PER_S if (name, sessions) == ("AgentEnv", 64) else None
+            errors_target = 0.0 if (name, sessions) == ("AgentEnv", 256) else None
+            results.add(
+                Figure(
+                    "load",
+                    f"{name}, {sessions} sessions: tool calls/s",
+                    load.calls_per_s,
+                    "/s",
+                    target,
+                    lower=False,
+                ),
+                Figure(
+                    "load", f"{name}, {sessions} sessions: episodes/s", load.episodes / load.seconds, "/s"
+                ),
+                Figure(
+                    "load",
+                    f"{name}, {sessions} sessions: call p50",
+                    percentile(load.latencies, 50) * 1e3,
+                    "ms",
+                ),
+                Figure(
+                    "load",
+                    f"{name}, {sessions} sessions: call p95",
+                    percentile(load.latencies, 95) * 1e3,
+                    "ms",
+                ),
+                Figure("load", f"{name}, {sessions} sessions: errors", float(load.errors), "", errors_target),
+            )
+        results.throughput[name] = series
+    for sessions in levels:
+        ratio = results.throughput["AgentEnv"][sessions] / results.throughput["bare OpenEnv"][sessions]
+        results.add(Figure("load", f"AgentEnv / bare OpenEnv calls/s, {sessions} sessions", ratio, "x"))

@@ -1,0 +1,76 @@
+"""A server process for the benchmarks: the bench bundle through `build_app`, or a bare OpenEnv env.
+
+    python -m bench.serve bundle [--sandbox local|docker] [--capacity N]
+    python -m bench.serve bare [--capacity N]
+
+Both are served the same way (uvicorn on a loopback port of its own), so the two differ only by what
+agent_env adds. It prints `port N` once it listens, and stops on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+BUNDLE = Path(__file__).resolve().parent / "bundle"
+
+
+def bare_app(capacity: int) -> Any:
+    """The smallest OpenEnv environment that answers a step like the bench bundle's `ping`."""
+    from openenv.core.env_server import Action, Environment, Observation, State, create_app
+
+    class PingAction(Action):
+        value: int = 0
+
+    class PingObservation(Observation):
+        value: int = 0
+
+    class PingEnvironment(Environment):  # type: ignore[misc]
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._state = State(step_count=0)
+
+        def reset(self, seed: Any = None, episode_id: Any = None, **kwargs: Any) -> PingObservation:
+            self._state = State(step_count=0)
+            return PingObservation(value=0)
+
+        def step(self, action: PingAction, timeout_s: Any = None, **kwargs: Any) -> PingObservation:
+            self._state.step_count += 1
+            return PingObservation(value=action.value)
+
+        @property
+        def state(self) -> State:
+            return self._state
+
+    return create_app(
+        PingEnvironment, PingAction, PingObservation, env_name="bare", max_concurrent_envs=capacity
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kind", choices=["bundle", "bare"])
+    parser.add_argument("--sandbox", default="local")
+    parser.add_argument("--capacity", type=int, default=512)
+    args = parser.parse_args()
+    if args.kind == "bare":
+        app = bare_app(args.capacity)
+    else:
+        from agent_env.openenv import build_app
+
+        app = build_app(BUNDLE, sandbox=args.sandbox, max_concurrent_envs=args.capacity)
+    listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
+    print(f"port {listener.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=30)
+    uvicorn.Server(config).run(sockets=[listener])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
