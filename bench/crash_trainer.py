@@ -12,6 +12,7 @@ import sys
 
 SLEEPER = "sleep 271828"
 """The command each episode is running when its trainer dies: easy to find among the processes."""
+_GIVE_UP_S = 900
 
 
 async def main(url: str, sessions: int) -> None:
@@ -23,7 +24,7 @@ async def main(url: str, sessions: int) -> None:
     calls = [asyncio.ensure_future(c.step(bash)) for c in clients]
     await asyncio.sleep(0.5)
     print("ready", flush=True)
-    await asyncio.gather(*calls)
+    await asyncio.wait_for(asyncio.gather(*calls), _GIVE_UP_S)  # the benchmark kills it long before
 
 
 if __name__ == "__main__":

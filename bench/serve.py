@@ -4,20 +4,25 @@
     python -m bench.serve bare [--capacity N]
 
 Both are served the same way (uvicorn on a loopback port of its own), so the two differ only by what
-agent_env adds. It prints `port N` once it listens, and stops on SIGTERM.
+agent_env adds. It prints `port N` once it listens, and stops on SIGTERM or once the benchmark that
+started it is gone.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import uvicorn
 
 BUNDLE = Path(__file__).resolve().parent / "bundle"
+_ORPHAN_POLL_S = 1.0
 
 
 def bare_app(capacity: int) -> Any:
@@ -69,7 +74,17 @@ def main() -> None:
     listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
     print(f"port {listener.getsockname()[1]}", flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=30)
-    uvicorn.Server(config).run(sockets=[listener])
+    server = uvicorn.Server(config)
+    threading.Thread(target=_stop_when_orphaned, args=(server,), daemon=True).start()
+    server.run(sockets=[listener])
+
+
+def _stop_when_orphaned(server: uvicorn.Server) -> None:
+    """Stop serving once the benchmark that started this process is gone, however it ended."""
+    parent = os.getppid()
+    while os.getppid() == parent:
+        time.sleep(_ORPHAN_POLL_S)
+    server.should_exit = True
 
 
 if __name__ == "__main__":
