@@ -39,7 +39,7 @@ docker-engine:
 	bash tst/util/docker-engine.sh start
 
 # The benchmarks (bench/): every layer's cost side by side, a table against the targets, and
-# bench/out/bench.png. It takes about 8 minutes; the Docker figures need an engine and the image.
+# bench/out/bench.png. It takes about 5 minutes; the Docker figures need an engine and the image.
 bench:
 	$(PYTHON) -m bench
 
