@@ -103,11 +103,14 @@ class DockerSandbox:
         if self._closed:
             return
         self._closed = True
+        import docker.errors
+
         try:
             await run_sync(self.container.remove, force=True, v=True)
+        except docker.errors.NotFound:
+            pass  # already gone, with nothing left to remove
         except Exception as exc:
-            if type(exc).__name__ != "NotFound":
-                log.warning("could not remove sandbox container %s: %s", self.container.id[:12], exc)
+            log.warning("could not remove sandbox container %s: %s", self.container.id[:12], exc)
 
     def _kill_all(self) -> None:
         with contextlib.suppress(Exception):
