@@ -51,6 +51,7 @@ lint:
 	$(PYTHON) -m ruff check agent_env tst examples tools bench
 	$(PYTHON) -m ruff format --check agent_env tst examples tools bench
 	$(PYTHON) -m mypy
+	$(PYTHON) -m mypy --strict tools bench
 
 format:
 	$(PYTHON) -m ruff format agent_env tst examples tools bench

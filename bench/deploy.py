@@ -10,9 +10,8 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any
 
-from bench.common import Figure, Results, docker_engine, percentile, server
+from bench.common import Figure, Results, Server, docker_engine, percentile, server
 
 SANDBOX_TASK = 1  # ping-shell: the counter env and a sandbox with one file
 LOCAL_TARGET_MS, DOCKER_TARGET_MS, MEMORY_TARGET_MIB = 20.0, 1000.0, 2.0
@@ -37,7 +36,7 @@ def reset_latencies(url: str, count: int) -> tuple[list[float], int]:
     return samples[1:], errors  # the first reset also opened the session
 
 
-def memory_per_episode(served: Any, episodes: int) -> float:
+def memory_per_episode(served: Server, episodes: int) -> float:
     """MiB of server memory each of `episodes` live episodes adds over the idle server."""
     from openenv import GenericEnvClient
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.common import Figure, Results, percentile, rollout, server
 from bench.serve import BUNDLE
@@ -32,7 +33,7 @@ def timed(call: object, count: int, warmup: int) -> list[float]:
 def in_process(count: int, warmup: int) -> list[float]:
     from agent_env.bundle import load_bundle
 
-    counter = load_bundle(BUNDLE).envs["counter"].cls()
+    counter: Any = load_bundle(BUNDLE).envs["counter"].cls()
     counter.setup({})
     return timed(lambda: counter.ping(value=1), count, warmup)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import os
 import socket
-import sys
 import threading
 import time
 from pathlib import Path
@@ -29,10 +28,10 @@ def bare_app(capacity: int) -> Any:
     """The smallest OpenEnv environment that answers a step like the bench bundle's `ping`."""
     from openenv.core.env_server import Action, Environment, Observation, State, create_app
 
-    class PingAction(Action):
+    class PingAction(Action):  # type: ignore[misc]
         value: int = 0
 
-    class PingObservation(Observation):
+    class PingObservation(Observation):  # type: ignore[misc]
         value: int = 0
 
     class PingEnvironment(Environment):  # type: ignore[misc]
@@ -88,4 +87,4 @@ def _stop_when_orphaned(server: uvicorn.Server) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

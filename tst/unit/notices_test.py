@@ -5,7 +5,7 @@ the test compares names, not versions. CI installs the same requirement ranges a
 floating to a new release changes a version without changing what there is to review, and a test that
 compared versions would fail on every release upstream. A new package is different: it brings a license
 nobody has reviewed yet, so it fails here until the notices are regenerated and reviewed. Versions, and
-every other byte, are for `python tools/notices.py --check`, whose behaviour on a stale file is tested here.
+every other byte, are for `python -m tools.notices --check`, whose behaviour on a stale file is tested here.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import pytest
 from tools import notices
 
 NOTICES = notices.NOTICES
-SCRIPT = notices.ROOT / "tools" / "notices.py"
 ANCHOR = re.compile(r'^<a id="(license-\d+)"></a>$', re.MULTILINE)
 LINK = re.compile(r"\]\(#(license-\d+)\)")
 
@@ -37,7 +36,12 @@ def committed() -> str:
 
 def run_notices(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, encoding="utf-8", timeout=60
+        [sys.executable, "-m", "tools.notices", *args],
+        cwd=notices.ROOT,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
     )
 
 
