@@ -9,16 +9,14 @@ starts clean.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_env.sandbox import DEFAULT_IMAGE, build_sandbox_image
 from agent_env.sandbox.docker_image import SANDBOX_LABEL
-from tst.unit._waiting import until
+from tst.unit._waiting import child_processes, until
 
 LEFTOVER_WAIT_S = 10.0
 
@@ -59,18 +57,6 @@ def sandbox_containers(client: Any) -> list[str]:
     them, and fails on one removed in between.
     """
     return [str(c["Id"]) for c in client.api.containers(all=True, filters={"label": SANDBOX_LABEL})]
-
-
-def child_processes() -> set[int]:
-    """The live processes whose parent is this test process."""
-    me = str(os.getpid())
-    children = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if fields[1] == me and fields[0] not in ("Z", "X"):
-                children.add(int(stat.parent.name))
-    return children
 
 
 @pytest.fixture(autouse=True)

@@ -1,14 +1,28 @@
-"""Bounded waits the unit tests share: for a condition to hold, and for a process to be gone."""
+"""Bounded waits the tests share: for a condition to hold, and for a process to be gone."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 WAIT_S = 5.0
 _POLL_S = 0.01
+
+
+def child_processes() -> set[int]:
+    """The live processes whose parent is this test process."""
+    me = str(os.getpid())
+    children = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if fields[1] == me and fields[0] not in ("Z", "X"):
+                children.add(int(stat.parent.name))
+    return children
 
 
 def alive(pid: int) -> bool:

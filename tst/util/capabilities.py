@@ -42,7 +42,9 @@ def _docker_engine() -> bool:
 
 
 def _trl_installed() -> bool:
-    return all(importlib.util.find_spec(name) is not None for name in ("trl", "torch", "transformers"))
+    """TRL with torch, and aiohttp, which AsyncGRPO's rollout worker needs."""
+    needed = ("trl", "torch", "transformers", "aiohttp")
+    return all(importlib.util.find_spec(name) is not None for name in needed)
 
 
 def _openenv_installed() -> bool:
@@ -56,7 +58,9 @@ CAPABILITIES = {
             "docker_engine", "start a Docker engine: see ../shared/reference/docker-engine.md", _docker_engine
         ),
         Capability(
-            "trl_installed", "pip install torch==2.13.0 'trl==1.16.*'; run make trl-test", _trl_installed
+            "trl_installed",
+            "pip install torch==2.13.0 'trl==1.16.*' aiohttp (make install does); run make trl-test",
+            _trl_installed,
         ),
         Capability("openenv_installed", "pip install -e '.[openenv]'", _openenv_installed),
     )

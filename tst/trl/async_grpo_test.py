@@ -1,0 +1,349 @@
+"""TRL's AsyncGRPO rollout worker plays and scores rollouts on a served bundle, from `env.factory`.
+
+AsyncGRPO hands `environment_factory` to `AsyncRolloutWorker`, which pickles it into a spawned
+process; there a thread pool resets environments, calls their tools and reads `get_reward`, while the
+generations come from a vLLM server over HTTP. These tests run TRL 1.16's own worker, unchanged,
+against `_app` over fake tasks served on loopback, with a stand-in for vLLM's `/v1/completions`
+(`_vllm_stand_in.py`): no GPU and no vLLM are needed.
+
+The worker refuses to start unless `vllm` is importable, although nothing it runs imports vLLM (it
+talks to the server over HTTP with aiohttp, which the dev install provides). That import check, in
+the parent process only, is the one thing of vLLM stood in for (`is_vllm_available`); everything the
+worker does, in both processes, is TRL's own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing
+import multiprocessing.resource_tracker
+import os
+import queue
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from unittest import mock
+
+import pytest
+from accelerate.state import PartialState
+
+for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TRL_EXPERIMENTAL_SILENCE"):
+    os.environ[variable] = "1"
+
+from trl.experimental.async_grpo import async_rollout_worker  # noqa: E402
+
+from agent_env.openenv import BackgroundServer  # noqa: E402
+from agent_env.openenv.app import _app  # noqa: E402
+from agent_env.testing import FakeEpisode, FakeTask, Gate, fake_served  # noqa: E402
+from agent_env.training.trl import AgentEnv  # noqa: E402
+from examples.train_grpo import tiny_model_and_tokenizer  # noqa: E402
+from tst.trl._vllm_stand_in import StandInVLLM  # noqa: E402
+from tst.unit._waiting import child_processes, until  # noqa: E402
+from tst.unit.openenv._tools import add_crate, list_crates  # noqa: E402
+
+GENERATIONS = 2
+"""Rollouts per group, so each task is played twice per pass over the dataset."""
+IN_FLIGHT = 6
+"""The worker's rollout slots: the first pass over the three tasks starts all at once."""
+HELD_TOGETHER = 4
+TOOL_DEADLINE_S = 2.0
+COLLECT_S = 120.0
+TEARDOWN_S = 30.0
+SCORING_BAY = 2
+
+
+@dataclass
+class StoreCrates:
+    """The model: every rollout stores a crate of its own (C0, C1, ...), as its first call.
+
+    Of each task's rollouts, in turn, one stores its crate in bay 2 and ends its turn itself, the
+    next in bay 4 and then answers in text, leaving `get_reward` to end the turn.
+    """
+
+    prompts: tuple[str, ...]
+    crates: int = 0
+    first_turns: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, conversation: str) -> str:
+        responses = conversation.count("<tool_response>")
+        if responses == 0:
+            return self._store(conversation)
+        if responses == 1:
+            crate, bay = _stored(conversation)
+            if bay == SCORING_BAY:
+                return _call("end_turn", reply=f"Stored {crate} in bay {bay}.")
+            return f"{crate} is in bay {bay}.<|im_end|>"
+        return "Done.<|im_end|>"
+
+    def _store(self, conversation: str) -> str:
+        task = next(prompt for prompt in self.prompts if prompt in conversation)
+        with self.lock:
+            crate = f"C{self.crates}"
+            self.crates += 1
+            turn = self.first_turns.get(task, 0)
+            self.first_turns[task] = turn + 1
+        return _call("add_crate", crate=crate, bay=SCORING_BAY if turn % 2 == 0 else 4)
+
+
+def _call(tool: str, **arguments: Any) -> str:
+    return f"<tool_call>\n{json.dumps({'name': tool, 'arguments': arguments})}\n</tool_call><|im_end|>"
+
+
+def _stored(text: str) -> tuple[str, int]:
+    found = re.search(r'"crate": "(C\d+)", "bay": (\d+)', text)
+    assert found, f"no add_crate call in {text!r}"
+    return found[1], int(found[2])
+
+
+def stored_in_bay_2(episode: FakeEpisode) -> float:
+    return 1.0 if any(args.get("bay") == SCORING_BAY for name, args in episode.calls) else 0.0
+
+
+@dataclass
+class Served:
+    env: AgentEnv
+    tasks: list[FakeTask]
+
+    def episodes(self) -> list[FakeEpisode]:
+        return [episode for task in self.tasks for episode in task.episodes]
+
+    def live(self) -> int:
+        return sum(len(task.live) for task in self.tasks)
+
+    def episode_storing(self, crate: str) -> FakeEpisode:
+        [episode] = [e for e in self.episodes() if any(args.get("crate") == crate for _, args in e.calls)]
+        return episode
+
+
+PROMPTS = (
+    "Store the north quay's crate.",
+    "Store the south quay's crate.",
+    "Store the crate on the jammed belt.",
+)
+
+
+@pytest.fixture
+def serve_dock() -> Iterator[Callable[..., Served]]:
+    """Serve three tasks of one toolset, `dock`; on those named `stuck`, `add_crate` never answers."""
+    stuck_tool = Gate()
+    envs: list[AgentEnv] = []
+
+    def serve(*, stuck: tuple[int, ...], tool_timeout: float) -> Served:
+        tasks = [
+            FakeTask(
+                f"quay-{n}",
+                tools=[add_crate, list_crates],
+                turns=(prompt,),
+                envs=("dock",),
+                score=stored_in_bay_2,
+                tool_gates={"add_crate": stuck_tool} if n in stuck else {},
+            )
+            for n, prompt in enumerate(PROMPTS)
+        ]
+        env = AgentEnv._serving(_app(fake_served({"train": tasks})), tool_timeout=tool_timeout)
+        envs.append(env)
+        return Served(env, tasks)
+
+    yield serve
+    stuck_tool.release()
+    for env in envs:
+        env.close()
+
+
+@pytest.fixture
+def stand_in_vllm() -> Iterator[Callable[..., tuple[StandInVLLM, str]]]:
+    servers: list[BackgroundServer] = []
+
+    def start(stand_in: StandInVLLM) -> tuple[StandInVLLM, str]:
+        server = BackgroundServer(stand_in.app).start()
+        servers.append(server)
+        return stand_in, server.url
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture
+def no_process_left() -> Iterator[None]:
+    """Fail a test that leaves a process of its own behind.
+
+    multiprocessing's resource tracker, started once for the life of this process by the first spawn
+    context to make a queue, is started first so that it is not counted.
+    """
+    multiprocessing.resource_tracker.ensure_running()
+    before = child_processes()
+    yield
+    assert until(lambda: child_processes() <= before, 10), f"processes left: {child_processes() - before}"
+    assert multiprocessing.active_children() == []
+
+
+def rollout_worker(env: AgentEnv, tokenizer: Any, vllm_url: str) -> Any:
+    """TRL's worker, with the arguments AsyncGRPOTrainer gives it, generating from `vllm_url`.
+
+    The trainer's process has made its `Accelerator` by then, which the worker's logging needs.
+    """
+    PartialState()
+    with mock.patch.object(async_rollout_worker, "is_vllm_available", return_value=True):
+        return async_rollout_worker.AsyncRolloutWorker(
+            model_name="tiny-qwen3",
+            dataset=env.dataset,
+            reward_funcs=[],
+            processing_class=tokenizer,
+            eos_token_ids=[tokenizer.eos_token_id],
+            environment_factory=env.factory,
+            num_generations=GENERATIONS,
+            max_inflight_tasks=IN_FLIGHT,
+            vllm_server_url=vllm_url,
+            max_tokens=96,
+            request_timeout=60,
+            max_tool_calling_iterations=4,
+            child_ready_timeout=180,
+        )
+
+
+def collect_groups(worker: Any, groups: set[int]) -> dict[int, list[Any]]:
+    """The scored samples of `groups`, as the trainer reads them from the worker's queue."""
+    samples: dict[int, list[Any]] = {}
+    deadline = time.monotonic() + COLLECT_S
+
+    def complete() -> bool:
+        return all(len(samples.get(group, [])) >= GENERATIONS for group in groups)
+
+    while not complete():
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"the worker scored only {samples} within {COLLECT_S} s"
+        try:
+            sample = worker.rollout_buffer.get(timeout=min(remaining, 5))
+        except queue.Empty:
+            worker.check_health(stale_after_s=COLLECT_S)
+            continue
+        samples.setdefault(sample.group_id, []).append(sample)
+    return samples
+
+
+def stop(worker: Any) -> None:
+    """Stop the worker as AsyncGRPOTrainer does, reading its queue meanwhile as the trainer would have,
+    so the rollout process can flush what it queued and exit by itself."""
+    stopped = threading.Event()
+
+    def drain() -> None:
+        while not stopped.is_set():
+            try:
+                worker.rollout_buffer.get(timeout=0.1)
+            except queue.Empty:
+                continue
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        worker.stop()
+    finally:
+        stopped.set()
+        reader.join()
+
+
+def scored_as(reward: float, score: float | None) -> bool:
+    """Whether TRL's reward is the verifiers' score: NaN where the episode could not be scored."""
+    return math.isnan(reward) if score is None else reward == score
+
+
+def crate_of(sample: Any) -> str:
+    [call] = [
+        c
+        for message in sample.completion
+        for c in message.get("tool_calls") or []
+        if c["function"]["name"] == "add_crate"
+    ]
+    return str(call["function"]["arguments"]["crate"])
+
+
+@pytest.mark.timeout(240)
+def test_asyncgrpos_rollout_worker_plays_rollouts_at_once_from_the_unpickled_factory_scored_by_the_verifiers(
+    serve_dock: Callable[..., Served],
+    stand_in_vllm: Callable[..., tuple[StandInVLLM, str]],
+    no_process_left: None,
+) -> None:
+    served = serve_dock(stuck=(2,), tool_timeout=TOOL_DEADLINE_S)
+    env, tasks = served.env, served.tasks
+    _, tokenizer = tiny_model_and_tokenizer()
+    stand_in, vllm_url = stand_in_vllm(
+        StandInVLLM(
+            tokenizer, StoreCrates(PROMPTS), hold=HELD_TOGETHER, ready=lambda: served.live() >= HELD_TOGETHER
+        )
+    )
+    factory = env.factory
+    [probe] = served.episodes()  # building the factory played one task to list the dock's tools
+
+    worker = rollout_worker(env, tokenizer, vllm_url)
+    try:
+        worker.start()
+        samples = collect_groups(worker, {0, 1, 2})
+    finally:
+        stop(worker)
+
+    unplayed = [e for e in served.episodes() if not e.calls]
+    assert unplayed == [probe], "the rollout process played a task again to list the tools"
+    assert stand_in.held_together == HELD_TOGETHER
+    assert stand_in.ready_while_held, f"the server never had {HELD_TOGETHER} episodes live at once"
+
+    column = f"rewards/{factory.__name__}"
+    assert column == "rewards/dock"
+    for group, task in enumerate(tasks):  # the worker's groups follow the dataset's rows
+        assert len(samples[group]) == GENERATIONS
+        for sample in samples[group]:
+            episode = served.episode_storing(crate_of(sample))
+            assert episode.task is task
+            assert scored_as(sample.metrics[column], episode.score)
+            assert scored_as(sample.metrics["reward"], episode.score)  # the environment's is the only reward
+    for group in (0, 1):  # of each pair, the rollout that stored its crate in bay 2 scored 1
+        assert sorted(s.metrics[column] for s in samples[group]) == [0.0, 1.0]
+        for sample in samples[group]:
+            episode = served.episode_storing(crate_of(sample))
+            # the model ended its turn itself, or left it open for get_reward to end
+            assert episode.replies == ([f"Stored {crate_of(sample)} in bay 2."] if episode.score else [""])
+    for sample in samples[2]:  # the jammed belt: add_crate missed its deadline, so no score
+        assert math.isnan(sample.metrics[column])
+        assert sample.advantage == 0
+        [missed, *_] = [m["content"] for m in sample.completion if m["role"] == "tool"]
+        assert "deadline" in missed, missed
+
+    assert until(lambda: served.live() == 0, TEARDOWN_S), f"{served.live()} episodes left on the server"
+    assert all(e.torn_down.is_set() for e in served.episodes())
+
+
+@pytest.mark.timeout(240)
+def test_a_rollout_process_killed_mid_rollout_has_its_episodes_torn_down_on_the_server_within_30_s(
+    serve_dock: Callable[..., Served],
+    stand_in_vllm: Callable[..., tuple[StandInVLLM, str]],
+    no_process_left: None,
+) -> None:
+    served = serve_dock(stuck=(0, 1, 2), tool_timeout=600.0)  # every rollout is caught in add_crate
+    env = served.env
+    _, tokenizer = tiny_model_and_tokenizer()
+    _, vllm_url = stand_in_vllm(StandInVLLM(tokenizer, StoreCrates(PROMPTS)))
+    env.factory  # noqa: B018  # built here, before the worker pickles it
+    worker = rollout_worker(env, tokenizer, vllm_url)
+    try:
+        worker.start()
+        mid_call = lambda: sum(1 for task in served.tasks for e in task.live if e.calls)  # noqa: E731
+        assert until(lambda: mid_call() >= 3, COLLECT_S), "the rollouts never reached add_crate"
+        [rollout_process] = multiprocessing.active_children()
+        os.kill(rollout_process.pid, signal.SIGKILL)
+        rollout_process.join(10)
+
+        assert until(lambda: served.live() == 0, TEARDOWN_S), (
+            f"{served.live()} episodes left after {TEARDOWN_S} s"
+        )
+        assert all(e.torn_down.is_set() for e in served.episodes())
+    finally:
+        # Not after the kill: TRL's stop() sets a multiprocessing Event, and Event.set() waits for
+        # every process waiting on it to wake; the killed one never does.
+        if multiprocessing.active_children():
+            worker.stop()
