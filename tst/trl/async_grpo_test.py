@@ -51,6 +51,7 @@ GENERATIONS = 2
 IN_FLIGHT = 6
 """The worker's rollout slots: the first pass over the three tasks starts all at once."""
 HELD_TOGETHER = 4
+"""The stand-in holds the first generations until this many are in and as many episodes are live."""
 TOOL_DEADLINE_S = 2.0
 COLLECT_S = 120.0
 TEARDOWN_S = 30.0
