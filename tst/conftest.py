@@ -14,6 +14,7 @@ from tst.util import capabilities
 
 for _name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
     os.environ.setdefault(_name, "1")
+os.environ.pop("AGENTENV_TOKEN", None)  # a token in the developer's shell would guard every test server
 
 
 @pytest.hookimpl(trylast=True)

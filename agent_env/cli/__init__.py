@@ -80,6 +80,10 @@ def _parser() -> argparse.ArgumentParser:
         help="sessions held at once (default: $MAX_CONCURRENT_ENVS, else 64)",
     )
     serve.add_argument("--sandbox", choices=PROVIDERS, help="sandbox provider (default: the bundle's)")
+    serve.add_argument(
+        "--token",
+        help="require this bearer token on every route and the WebSocket (default: $AGENTENV_TOKEN, if set)",
+    )
     serve.set_defaults(run=_serve)
 
     image = commands.add_parser(
@@ -143,6 +147,7 @@ def _serve(args: argparse.Namespace) -> int:
             port=args.port,
             max_concurrent_envs=args.max_concurrent_envs,
             sandbox=args.sandbox,
+            token=args.token,
         )
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

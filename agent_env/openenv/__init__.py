@@ -17,6 +17,7 @@ from agent_env.openenv.app import (  # noqa: E402
     env_name_for,
     resolve_max_concurrent_envs,
 )
+from agent_env.openenv.auth import TOKEN_VARIABLE, RequireToken, resolve_token  # noqa: E402
 from agent_env.openenv.background import BackgroundServer  # noqa: E402
 from agent_env.openenv.environment import AgentEnvEnvironment  # noqa: E402
 from agent_env.openenv.serve import serve  # noqa: E402
@@ -33,15 +34,18 @@ __all__ = [
     "DEADLINE_KEY",
     "DEFAULT_MAX_CONCURRENT_ENVS",
     "ERROR_CODES",
+    "TOKEN_VARIABLE",
     "AgentEnvAction",
     "AgentEnvEnvironment",
     "AgentEnvObservation",
     "AgentEnvState",
     "BackgroundServer",
     "CallError",
+    "RequireToken",
     "ServerStatus",
     "build_app",
     "env_name_for",
     "resolve_max_concurrent_envs",
+    "resolve_token",
     "serve",
 ]

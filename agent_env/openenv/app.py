@@ -18,6 +18,7 @@ from openenv.core.env_server import create_app
 from pydantic import BaseModel
 
 from agent_env.bundle import Bundle, load_bundle
+from agent_env.openenv.auth import RequireToken, resolve_token
 from agent_env.openenv.context import ServerContext
 from agent_env.openenv.disconnects import WatchDisconnects
 from agent_env.openenv.environment import AgentEnvEnvironment
@@ -48,11 +49,13 @@ def build_app(
     max_concurrent_envs: int | None = None,
     sandbox: str | SandboxProvider | None = None,
     env_name: str | None = None,
+    token: str | None = None,
 ) -> FastAPI:
     """The app that serves `bundle` (a folder or a loaded `Bundle`) over OpenEnv.
 
     `sandbox` overrides the bundle's sandbox provider; `env_name` (default: the bundle's name) is the
-    `{env_name}` of the Task API's routes.
+    `{env_name}` of the Task API's routes. `token` (default: `AGENTENV_TOKEN`, if set) is then
+    required as `Authorization: Bearer <token>` on every route, the WebSocket included.
     """
     loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
     return _app(
@@ -60,13 +63,20 @@ def build_app(
         name=env_name or loaded.name,
         description=loaded.config.description,
         max_concurrent_envs=max_concurrent_envs,
+        token=token,
     )
 
 
 def _app(
-    served: Served, *, name: str = "tasks", description: str = "", max_concurrent_envs: int | None = None
+    served: Served,
+    *,
+    name: str = "tasks",
+    description: str = "",
+    max_concurrent_envs: int | None = None,
+    token: str | None = None,
 ) -> FastAPI:
     """The app that serves `served`; `build_app` and the tests' hand-built tasks both come here."""
+    required_token = resolve_token(token)
     context = ServerContext(
         env_name_for(name),
         served,
@@ -85,6 +95,9 @@ def _app(
     app.state.agent_env = context
     app.router.on_shutdown.append(context.shut_down)
     app.add_middleware(WatchDisconnects, links=context.links)
+    if required_token is not None:
+        app.add_middleware(RequireToken, token=required_token)  # the outermost: refused before all else
+    app.state.token_required = required_token is not None
 
     @app.get("/{env_name}/status", tags=["Task API"])
     async def server_status(env_name: str) -> ServerStatus:

@@ -19,6 +19,7 @@ import uvicorn
 
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.openenv.app import build_app, resolve_max_concurrent_envs
+from agent_env.openenv.auth import TOKEN_VARIABLE
 from agent_env.sandbox.base import SandboxProvider
 
 GRACEFUL_SHUTDOWN_S = 30
@@ -34,37 +35,47 @@ def serve(
     port: int = 8000,
     max_concurrent_envs: int | None = None,
     sandbox: str | SandboxProvider | None = None,
+    token: str | None = None,
     out: TextIO = sys.stdout,
 ) -> None:
-    """Serve `bundle` until SIGTERM or Ctrl-C; logs one line per episode."""
+    """Serve `bundle` until SIGTERM or Ctrl-C; logs one line per episode.
+
+    `token` (default: `AGENTENV_TOKEN`, if set) is required on every route when there is one.
+    """
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.setLevel(logging.INFO)
     loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
     capacity = resolve_max_concurrent_envs(max_concurrent_envs)
-    app = build_app(loaded, max_concurrent_envs=capacity, sandbox=sandbox)
+    app = build_app(loaded, max_concurrent_envs=capacity, sandbox=sandbox, token=token)
     name = app.state.agent_env.name
     listener = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
     bound = listener.getsockname()[1]
     where = f"[{host}]" if ":" in host else host
     splits = ", ".join(f"{split} {len(tasks)}" for split, tasks in loaded.splits.items())
+    guarded = app.state.token_required
     print(
         f"agent-env: serving {loaded.name} ({splits} tasks) on http://{where}:{bound}, "
-        f"WebSocket ws://{where}:{bound}/ws, Task API /{name}/..., at most {capacity} sessions",
+        f"WebSocket ws://{where}:{bound}/ws, Task API /{name}/..., at most {capacity} sessions"
+        + (", bearer token required" if guarded else ""),
         file=out,
         flush=True,
     )
-    if not _loopback(host):
-        print(
-            f"agent-env: warning: {host} is not a loopback address: whoever reaches it can run this "
-            "bundle's tools and its sandbox's bash",
-            file=out,
-            flush=True,
-        )
+    if warning := exposure_warning(host, guarded=guarded):
+        print(f"agent-env: warning: {warning}", file=out, flush=True)
     config = uvicorn.Config(
         app, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, lifespan="on", log_level="info"
     )
     uvicorn.Server(config).run(sockets=[listener])
+
+
+def exposure_warning(host: str, *, guarded: bool) -> str | None:
+    """What to tell whoever serves on `host`, when it is not a loopback address."""
+    if _loopback(host):
+        return None
+    who = "whoever reaches it with the token" if guarded else "whoever reaches it"
+    fix = "" if guarded else f"; require a token with --token or {TOKEN_VARIABLE}"
+    return f"{host} is not a loopback address: {who} can run this bundle's tools and its sandbox's bash{fix}"
 
 
 def _loopback(host: str) -> bool:

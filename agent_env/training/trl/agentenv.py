@@ -17,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from agent_env.openenv.auth import resolve_token
 from agent_env.task import TaskSpec
 from agent_env.training.trl._exit import at_exit
 from agent_env.training.trl.classes import (
@@ -47,8 +48,9 @@ Factory = type | dict[str, type]
 class AgentEnv:
     """The tasks and tools of the agent_env server at `url`, shaped for TRL's GRPO trainers.
 
-    Fails at once, with the fix in the message, when no agent_env server answers at `url` or it
-    serves no `split`.
+    Fails at once, with the fix in the message, when no agent_env server answers at `url`, it
+    serves no `split`, or it wants a bearer token it was not given: `token` (default:
+    `AGENTENV_TOKEN`, if set) goes with every request and session.
     """
 
     def __init__(
@@ -60,6 +62,7 @@ class AgentEnv:
         tool_timeout: float = DEFAULT_TOOL_TIMEOUT_S,
         tool_timeouts: Mapping[str, float] | None = None,
         connect_timeout: float = 10.0,
+        token: str | None = None,
     ) -> None:
         for name, seconds in [
             ("reset_timeout", reset_timeout),
@@ -74,7 +77,8 @@ class AgentEnv:
         self.tool_timeout = float(tool_timeout)
         self.tool_timeouts = {tool: float(s) for tool, s in (tool_timeouts or {}).items()}
         self.connect_timeout = float(connect_timeout)
-        self._api = TaskAPI(url)
+        self._token = resolve_token(token)
+        self._api = TaskAPI(url, token=self._token)
         self.url = self._api.url
         self._held = _Held(uuid.uuid4().hex, self._api)
         try:
@@ -91,6 +95,7 @@ class AgentEnv:
         *,
         max_concurrent_envs: int | None = None,
         sandbox: str | SandboxProvider | None = None,
+        token: str | None = None,
         **options: Any,
     ) -> AgentEnv:
         """Serve `bundle` in this process on a free loopback port, and use it.
@@ -100,8 +105,8 @@ class AgentEnv:
         """
         from agent_env.openenv import build_app
 
-        app = build_app(bundle, max_concurrent_envs=max_concurrent_envs, sandbox=sandbox)
-        return cls._serving(app, **options)
+        app = build_app(bundle, max_concurrent_envs=max_concurrent_envs, sandbox=sandbox, token=token)
+        return cls._serving(app, token=token, **options)
 
     @classmethod
     def _serving(cls, app: Any, **options: Any) -> AgentEnv:
@@ -198,11 +203,12 @@ class AgentEnv:
             tool_timeout_s=self.tool_timeout,
             tool_timeouts_s=tuple(sorted(self.tool_timeouts.items())),
             connect_timeout_s=self.connect_timeout,
+            token=self._token,
         )
 
     def _listed_tools(self, task: TaskSpec) -> list[dict[str, Any]]:
         """The tools of the task's toolset, as the server lists them when the task is played."""
-        session = Session(self.url, connect_timeout_s=self.connect_timeout)
+        session = Session(self.url, connect_timeout_s=self.connect_timeout, token=self._token)
         session.open()
         try:
             answer = session.reset(task.split, task.index, timeout_s=self.reset_timeout).result()

@@ -17,7 +17,7 @@ import json
 import threading
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from agent_env.training.trl._exit import at_exit
@@ -45,6 +45,8 @@ class ToolsetSettings:
     tool_timeout_s: float
     tool_timeouts_s: tuple[tuple[str, float], ...] = ()
     connect_timeout_s: float = 10.0
+    token: str | None = field(default=None, repr=False)
+    """The server's bearer token, if it wants one; kept out of reprs, so out of logs."""
 
     @property
     def deadlines(self) -> Deadlines:
@@ -74,7 +76,10 @@ class ToolsetEnvironment(metaclass=_EnvironmentClass):
         if settings is None:
             raise TypeError("ToolsetEnvironment is a base: use the classes of AgentEnv(...).factory")
         self._rollouts = Rollouts(
-            settings.url, settings.deadlines, connect_timeout_s=settings.connect_timeout_s
+            settings.url,
+            settings.deadlines,
+            connect_timeout_s=settings.connect_timeout_s,
+            token=settings.token,
         )
         _track(settings.key, self)
 

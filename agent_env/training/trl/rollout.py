@@ -51,10 +51,13 @@ class _Episode:
 class Rollouts:
     """The episodes one environment instance plays, one at a time, on one session it keeps open."""
 
-    def __init__(self, url: str, deadlines: Deadlines, *, connect_timeout_s: float) -> None:
+    def __init__(
+        self, url: str, deadlines: Deadlines, *, connect_timeout_s: float, token: str | None = None
+    ) -> None:
         self._url = url
         self._deadlines = deadlines
         self._connect_timeout_s = connect_timeout_s
+        self._token = token
         self._lock = threading.RLock()
         self._session: Session | None = None
         self._episode: _Episode | None = None
@@ -118,7 +121,7 @@ class Rollouts:
             self._session.close()
             self._session = None
         if self._session is None:
-            session = Session(self._url, connect_timeout_s=self._connect_timeout_s)
+            session = Session(self._url, connect_timeout_s=self._connect_timeout_s, token=self._token)
             session.open()
             self._session = session
         return self._session

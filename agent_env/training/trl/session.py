@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from openenv import GenericEnvClient
 
+from agent_env.openenv.auth import TOKEN_VARIABLE, bearer
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
 from agent_env.training.trl.errors import ServerAtCapacityError, ServerUnavailableError
 
@@ -71,11 +72,11 @@ _LOOP = _ClientLoop()
 class Session:
     """One WebSocket session: opened (and checked) at once, then one message at a time."""
 
-    def __init__(self, url: str, *, connect_timeout_s: float) -> None:
+    def __init__(self, url: str, *, connect_timeout_s: float, token: str | None = None) -> None:
         self.url = url
         self._connect_timeout_s = connect_timeout_s
         self._client = GenericEnvClient(
-            base_url=url, connect_timeout_s=connect_timeout_s, message_timeout_s=None
+            base_url=url, connect_timeout_s=connect_timeout_s, message_timeout_s=None, headers=bearer(token)
         )
         self.lost = False
 
@@ -98,7 +99,13 @@ class Session:
                 time.sleep(_CAPACITY_POLL_S)
         except SessionLostError as lost:
             self.close()
-            raise ServerUnavailableError(f"cannot open a session on {self.url}: {lost}") from None
+            hint = ""
+            if "HTTP 401" in str(lost):
+                hint = (
+                    " (the server requires a bearer token: pass AgentEnv(url, token=...) or set "
+                    f"{TOKEN_VARIABLE})"
+                )
+            raise ServerUnavailableError(f"cannot open a session on {self.url}: {lost}{hint}") from None
         except ServerRefusedError as refused:
             self.close()
             if refused.code == "CAPACITY_REACHED":

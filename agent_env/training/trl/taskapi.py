@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 from pydantic import TypeAdapter
 
+from agent_env.openenv.auth import TOKEN_VARIABLE, bearer
 from agent_env.task import TaskSpec
 from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
 
@@ -17,9 +18,11 @@ _START_ONE = "start one with `agent-env serve BUNDLE --port 8000`, or use AgentE
 class TaskAPI:
     """The Task API of the agent_env server at `url`; checks at once that one answers there."""
 
-    def __init__(self, url: str, *, timeout_s: float = 30.0) -> None:
+    def __init__(self, url: str, *, token: str | None = None, timeout_s: float = 30.0) -> None:
         self.url = url.rstrip("/")
-        self._http = httpx.Client(base_url=self.url, timeout=timeout_s, trust_env=False)
+        self._http = httpx.Client(
+            base_url=self.url, timeout=timeout_s, trust_env=False, headers=bearer(token)
+        )
         try:
             names = self._get("/list_environments")
             if not isinstance(names, list) or not names:
@@ -63,6 +66,13 @@ class TaskAPI:
 
 
 def _ok(response: httpx.Response) -> httpx.Response:
+    if response.status_code == httpx.codes.UNAUTHORIZED:
+        sent = "authorization" in response.request.headers
+        raise ServerUnavailableError(
+            f"the server at {response.request.url.copy_with(path='/')} "
+            + ("refused the bearer token: check it" if sent else "requires a bearer token")
+            + f": pass AgentEnv(url, token=...) or set {TOKEN_VARIABLE}"
+        )
     if response.is_error:
         raise ServerUnavailableError(
             f"the server at {response.request.url} answered {response.status_code}: {_detail(response)}"

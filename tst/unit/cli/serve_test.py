@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
 
@@ -203,4 +204,36 @@ def test_serve_with_a_bad_max_concurrent_envs_exits_non_zero_and_says_how_to_fix
     assert done.returncode == 2
     assert "error: MAX_CONCURRENT_ENVS must be a positive integer, got 'lots'" in done.stderr
     assert "set it to, say, 64" in done.stderr
+    assert "serving" not in done.stdout
+
+
+def test_serve_with_a_token_requires_it_of_every_request_and_says_so_on_its_first_line(
+    agent_env_serve: Callable[..., ServeProcess], connect: Callable[..., Any]
+) -> None:
+    served = agent_env_serve(str(HARBOR), "--port", "0", "--token", "harbor-token-7")
+    line = served.first_line()
+    url = listening_url(line)
+    client = connect(
+        url, message_timeout_s=CLIENT_TIMEOUT_S, headers={"Authorization": "Bearer harbor-token-7"}
+    )
+
+    started = client.reset(split="train", index=SINGLE_TURN_TASK, timeout_s=30)
+
+    assert line.endswith(", bearer token required")
+    assert httpx.get(f"{url}/health", timeout=10).status_code == 401
+    assert started.observation["task_id"] == "store-crate-000"
+
+
+def test_serve_with_a_token_that_cannot_travel_in_a_header_exits_non_zero_saying_why(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(SCRIPT), "serve", str(HARBOR), "--port", "0", "--token", "two words"],
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_S,
+        check=False,
+        env=environment(tmp_path),
+    )
+
+    assert done.returncode == 2
+    assert "error: a token must be printable ASCII without spaces" in done.stderr
     assert "serving" not in done.stdout

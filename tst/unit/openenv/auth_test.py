@@ -1,0 +1,132 @@
+"""A server's bearer token guards every route and the WebSocket; a refused request opens nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from starlette.routing import Route
+
+from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer, resolve_token
+from agent_env.openenv.app import _app
+from agent_env.openenv.serve import exposure_warning
+from agent_env.testing import FakeTask, fake_served
+from tst.unit.openenv._tools import add_crate
+from tst.unit.openenv.conftest import Connect, Serve
+
+TOKEN = "s3cret-token_42"
+
+
+def served_tasks() -> dict[str, list[FakeTask]]:
+    return {"train": [FakeTask("store", tools=[add_crate], envs=("dock",))]}
+
+
+def guarded(serve: Serve, token: str = TOKEN) -> tuple[BackgroundServer, list[FakeTask]]:
+    tasks = served_tasks()
+    return serve(_app(fake_served(tasks), token=token)), tasks["train"]
+
+
+def status(server: BackgroundServer, token: str | None = TOKEN) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    answer = httpx.get(f"{server.url}/tasks/status", headers=headers, timeout=10)
+    assert answer.status_code == 200, answer.text
+    body: dict[str, Any] = answer.json()
+    return body
+
+
+def http_routes(server: BackgroundServer) -> list[tuple[str, str]]:
+    """Every HTTP route the app serves, as (method, path) with path parameters filled in."""
+    app: Any = server.server.config.app
+    routes = []
+    for route in app.routes:
+        if isinstance(route, Route):
+            path = route.path.replace("{env_name}", "tasks").replace("{path:path}", "x")
+            routes += [(method, path) for method in sorted(route.methods or ()) if method != "HEAD"]
+    return routes
+
+
+def test_without_the_token_every_http_route_answers_401_and_says_how_to_send_it(serve: Serve) -> None:
+    server, _ = guarded(serve)
+    routes = http_routes(server)
+    assert {("GET", "/health"), ("GET", "/tasks/status"), ("POST", "/tasks/tasks"), ("GET", "/docs")} <= set(
+        routes
+    )
+
+    for method, path in routes:
+        for headers in ({}, {"Authorization": "Bearer not-the-token"}, {"Authorization": TOKEN}):
+            answer = httpx.request(method, server.url + path, headers=headers, timeout=10)
+            assert answer.status_code == 401, (method, path, headers, answer.status_code)
+            assert answer.headers["www-authenticate"] == "Bearer"
+            assert TOKEN_VARIABLE in answer.json()["detail"]
+
+
+def test_with_the_token_the_routes_answer_as_they_do_on_a_server_without_one(serve: Serve) -> None:
+    server, _ = guarded(serve)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+
+    tasks = httpx.post(f"{server.url}/tasks/tasks", json={"split": "train"}, headers=headers, timeout=10)
+    health = httpx.get(f"{server.url}/health", headers=headers, timeout=10)
+
+    assert tasks.status_code == 200 and [t["id"] for t in tasks.json()["tasks"]] == ["store"]
+    assert health.status_code == 200
+
+
+@pytest.mark.parametrize("sent", [None, "not-the-token"], ids=["no token", "a wrong token"])
+def test_a_websocket_without_the_right_token_is_refused_and_opens_no_session(
+    serve: Serve, connect: Connect, sent: str | None
+) -> None:
+    server, tasks = guarded(serve)
+    headers = {"Authorization": f"Bearer {sent}"} if sent else None
+
+    with pytest.raises(Exception, match="401"):
+        connect(server.url, headers=headers).reset(split="train", index=0, timeout_s=10)
+
+    assert (status(server)["connections"], status(server)["live_episodes"]) == (0, 0)
+    assert tasks[0].episodes == []
+
+
+def test_a_websocket_with_the_token_plays_an_episode(serve: Serve, connect: Connect) -> None:
+    server, tasks = guarded(serve)
+    client = connect(server.url, headers={"Authorization": f"Bearer {TOKEN}"})
+
+    started = client.reset(split="train", index=0, timeout_s=10)
+
+    assert started.observation["task_id"] == "store"
+    assert [e.task.id for e in tasks[0].live] == ["store"]
+
+
+def test_agentenv_token_in_the_environment_is_the_servers_token_when_none_is_passed(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TOKEN_VARIABLE, TOKEN)
+    server = serve(_app(fake_served(served_tasks())))
+
+    assert httpx.get(f"{server.url}/health", timeout=10).status_code == 401
+    assert status(server, TOKEN)["connections"] == 0
+
+
+def test_an_empty_token_requires_none(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TOKEN_VARIABLE, "")
+    server = serve(_app(fake_served(served_tasks())))
+
+    assert status(server, token=None)["connections"] == 0
+
+
+@pytest.mark.parametrize("token", ["two words", "tab\there", "ünïcode", " padded"])
+def test_a_token_that_cannot_travel_in_a_header_is_refused_when_the_app_is_built(token: str) -> None:
+    with pytest.raises(ValueError, match="printable ASCII"):
+        resolve_token(token)
+    with pytest.raises(ValueError, match="--token"):
+        _app(fake_served(served_tasks()), token=token)
+
+
+def test_off_loopback_the_server_warns_and_says_to_require_a_token_unless_it_has_one() -> None:
+    unguarded = exposure_warning("0.0.0.0", guarded=False)
+    with_token = exposure_warning("10.1.2.3", guarded=True)
+
+    assert unguarded is not None and "--token" in unguarded and "not a loopback address" in unguarded
+    assert with_token is not None and "with the token" in with_token and "--token" not in with_token
+    assert exposure_warning("127.0.0.1", guarded=False) is None
+    assert exposure_warning("::1", guarded=False) is None
+    assert exposure_warning("localhost", guarded=False) is None
