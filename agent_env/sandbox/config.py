@@ -11,7 +11,7 @@ DEFAULT_IMAGE = "agent-env-sandbox:latest"
 
 
 class SandboxConfig(BaseModel):
-    """Every provider keeps the command limits; `image`, `cpus`, `memory_mb`, `pids_limit` are Docker's."""
+    """Every provider keeps the command limits; the rest (`image` on) are Docker's."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -22,3 +22,11 @@ class SandboxConfig(BaseModel):
     cpus: float = Field(1.0, gt=0, description="CPUs one container may use.")
     memory_mb: int = Field(512, ge=16, description="Memory one container may use, swap included.")
     pids_limit: int = Field(256, ge=8, description="Processes one container may hold at once.")
+    user: str = Field(
+        "1000:1000",
+        pattern=r"^\d+(:\d+)?$",
+        description="The uid[:gid] commands run as; the work folder is theirs. 0:0 is root.",
+    )
+    work_mb: int = Field(
+        128, ge=1, description="Size of the writable work folder and of /tmp (in memory, within memory_mb)."
+    )

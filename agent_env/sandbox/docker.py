@@ -1,11 +1,14 @@
 """The `docker` sandbox: one container per episode through the Docker SDK (the `docker` extra).
 
-A container has no network, CPU, memory and pids limits, no capabilities, and the task's files in
-its work folder before the first turn. Each command runs through `exec` under a small wrapper that,
-when the command returns, kills every process it left behind (`kill -9 -1` spares only the
-container's init and the wrapper itself), so nothing runs between commands, as with `local`. A
-command past its deadline is killed from a second `exec`. The container is removed at teardown,
-whatever happened.
+A container has no network, CPU, memory and pids limits, no capabilities and no way to gain any, a
+read-only root filesystem, and runs as a user other than root (by default). Only its work folder and
+/tmp are writable: each is a tmpfs of `work_mb`, so a command that fills them gets "no space left"
+and the host's disk is untouched. The task's files are unpacked into the work folder, by the
+container's `tar` and as its user, before the first turn. Each command runs through `exec` under a
+small wrapper that, when the command returns, kills every process it left behind (`kill -9 -1`
+spares only the container's init and the wrapper itself), so nothing runs between commands, as with
+`local`. A command past its deadline is killed from a second `exec`. The container is removed at
+teardown, whatever happened.
 
 The engine is checked when the provider is made, that is when a server starts, so a missing engine
 or image is an error before the first episode rather than at it.
@@ -18,6 +21,7 @@ import contextlib
 import io
 import logging
 import os
+import socket
 import tarfile
 import uuid
 from collections.abc import Iterator, Mapping
@@ -33,6 +37,7 @@ INSTALL_HINT = "pip install 'agentenv-framework[docker]'"
 _WRAPPER = 'bash -c "$1"; status=$?; kill -9 -1 2>/dev/null; exit $status'
 _KILL_ALL = ["/bin/bash", "-c", "kill -9 -1"]
 _KILL_GRACE_S = 5.0
+_PAGE = 4096
 _ENGINE_TIMEOUT_S = 120
 """How long one call to the engine may take: a busy engine creating dozens of containers is slow."""
 # The container's init: bash reaps every orphan it adopts, so killed leftovers leave no zombie that
@@ -128,13 +133,17 @@ class DockerSandboxProvider:
         self._check_image()
 
     async def create(self, files: Mapping[str, bytes]) -> DockerSandbox:
+        needed, room = _footprint(files), self.settings.work_mb * 2**20
+        if needed > room:
+            raise RuntimeError(
+                f"the task's files take {needed / 2**20:.1f} MiB in the work folder, which holds "
+                f"{self.settings.work_mb} MiB: raise [sandbox] work_mb in bundle.toml"
+            )
         container = await run_sync(self._start)
         sandbox = DockerSandbox(container)
         try:
             if files:
-                archive = _archive(files)
-                if not await run_sync(container.put_archive, WORK_FOLDER, archive):
-                    raise RuntimeError("the engine refused the task's files")
+                await run_sync(_unpack, container, _archive(files))
         except BaseException:
             await sandbox.teardown()
             raise
@@ -148,6 +157,8 @@ class DockerSandboxProvider:
         """
         settings = self.settings
         name = f"agent-env-sandbox-{uuid.uuid4().hex}"
+        uid, _, gid = settings.user.partition(":")
+        owned = f"uid={uid},gid={gid or uid}"
         try:
             container = self.client.containers.create(
                 settings.image,
@@ -160,6 +171,12 @@ class DockerSandboxProvider:
                 pids_limit=settings.pids_limit,
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
+                read_only=True,
+                user=settings.user,
+                tmpfs={
+                    WORK_FOLDER: f"rw,size={settings.work_mb}m,mode=0755,{owned}",
+                    "/tmp": f"rw,size={settings.work_mb}m,mode=1777",
+                },
                 working_dir=WORK_FOLDER,
                 labels={SANDBOX_LABEL: "1", f"{SANDBOX_LABEL}.server-pid": str(os.getpid())},
             )
@@ -193,11 +210,57 @@ def _read_all(api: Any, execution: str, output: CappedOutput) -> None:
         output.add(chunk)
 
 
+def _unpack(container: Any, archive: bytes) -> None:
+    """Unpack `archive` into the work folder with the container's own `tar`, fed on its stdin.
+
+    The engine's archive upload cannot write into a tmpfs (it writes beneath the mount), and the
+    root filesystem is read-only; so the files go in from inside, as the container's user.
+    """
+    from docker.utils.socket import frames_iter
+
+    api = container.client.api
+    execution = api.exec_create(container.id, ["tar", "-x", "-C", WORK_FOLDER], stdin=True)
+    attached = api.exec_start(execution["Id"], socket=True)
+    connection: socket.socket = getattr(attached, "_sock", attached)
+    output = CappedOutput(4096)
+    try:
+        connection.sendall(archive)
+        connection.shutdown(socket.SHUT_WR)  # tar's end of input
+        for _, chunk in frames_iter(attached, tty=False):
+            output.add(chunk)
+    finally:
+        attached.close()
+    exit_code = api.exec_inspect(execution["Id"]).get("ExitCode")
+    if exit_code != 0:
+        raise RuntimeError(
+            f"the sandbox could not unpack the task's files into {WORK_FOLDER} with tar (exit {exit_code}: "
+            f"{output.text().strip()!r}): use an image that has tar, and a work_mb that holds the files"
+        )
+
+
 def _archive(files: Mapping[str, bytes]) -> bytes:
+    """The task's files as a tar, with an entry for each folder so that tar makes them as the user's."""
+    folders = sorted({parent for relative in files for parent in _parents(relative)})
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for folder in folders:
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
         for relative, content in sorted(files.items()):
             info = tarfile.TarInfo(relative)
             info.size, info.mode = len(content), 0o644
             tar.addfile(info, io.BytesIO(content))
     return buffer.getvalue()
+
+
+def _footprint(files: Mapping[str, bytes]) -> int:
+    """What `files` take in a tmpfs: whole pages for each file's content and for each folder."""
+    folders = {parent for relative in files for parent in _parents(relative)}
+    pages = sum(-(-len(content) // _PAGE) for content in files.values()) + len(folders)
+    return pages * _PAGE
+
+
+def _parents(relative: str) -> list[str]:
+    parts = relative.split("/")[:-1]
+    return ["/".join(parts[: n + 1]) for n in range(len(parts))]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import tarfile
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
@@ -138,6 +139,76 @@ def test_a_container_has_no_network_no_capabilities_and_the_configured_limits(
         forks.exit_code != 0 and "fork" in forks.output and "Resource temporarily unavailable" in forks.output
     )
     assert (after.exit_code, after.output) == (0, "still here\n")
+
+
+def test_commands_run_as_a_user_who_owns_the_tasks_files_on_a_read_only_root_with_only_work_and_tmp_writable(
+    provider: DockerSandboxProvider, docker_client: Any
+) -> None:
+    files = {"manifest.csv": b"C1,4\n", "logs/day 1/notes.txt": b"calm\n"}
+    script = (
+        "id -u; id -g; stat -c '%u %n' .; stat -c '%u %a %n' logs 'logs/day 1' 'logs/day 1/notes.txt'; "
+        "echo C2,5 >> manifest.csv && echo > 'logs/day 1/more.txt' && echo > /tmp/t && echo writable; "
+        "for place in / /etc /bin /usr/bin; do touch $place/x 2>&1; done; true"
+    )
+
+    async def play(sandbox: DockerSandbox) -> tuple[dict[str, Any], Any]:
+        host = docker_client.api.inspect_container(sandbox.id)["HostConfig"]
+        return host, await sandbox.run(script, timeout_s=10, max_output_bytes=CAP)
+
+    host, result = in_sandbox(provider, files, play)
+
+    lines = result.output.splitlines()
+    assert lines[:2] == ["1000", "1000"]
+    assert lines[2:6] == [
+        "1000 .",
+        "1000 755 logs",
+        "1000 755 logs/day 1",
+        "1000 644 logs/day 1/notes.txt",
+    ]
+    assert lines[6] == "writable"
+    assert len(lines[7:]) == 4 and all("Read-only file system" in line for line in lines[7:])
+    assert host["ReadonlyRootfs"] is True
+    assert set(host["Tmpfs"]) == {"/work", "/tmp"}
+
+
+def test_a_command_that_fills_the_work_folder_gets_no_space_left_and_the_sandbox_goes_on(
+    docker_client: Any, sandbox_image: str
+) -> None:
+    small = DockerSandboxProvider(settings(image=sandbox_image, work_mb=4), client=docker_client)
+
+    async def play(sandbox: DockerSandbox) -> tuple[Any, Any, str]:
+        filled = await sandbox.run(
+            "dd if=/dev/zero of=big bs=1M count=64; dd if=/dev/zero of=/tmp/big bs=1M count=64",
+            timeout_s=30,
+            max_output_bytes=CAP,
+        )
+        after = await sandbox.run(
+            "rm big && echo freed > note && cat note", timeout_s=10, max_output_bytes=CAP
+        )
+        user = docker_client.api.inspect_container(sandbox.id)["Config"]["User"]
+        return filled, after, user
+
+    filled, after, user = in_sandbox(small, {}, play)
+
+    assert filled.exit_code != 0 and filled.output.count("No space left on device") == 2
+    assert (after.exit_code, after.output) == (0, "freed\n")
+    assert user == "1000:1000"
+
+
+def test_task_files_too_big_for_the_work_folder_fail_the_deploy_saying_so_and_leave_no_container(
+    docker_client: Any, sandbox_image: str
+) -> None:
+    small = DockerSandboxProvider(settings(image=sandbox_image, work_mb=1), client=docker_client)
+
+    fits = asyncio.run(small.create({"data.bin": b"x" * (2**20 - 4096)}))
+    asyncio.run(fits.teardown())
+    with pytest.raises(
+        RuntimeError, match=re.escape("take 2.0 MiB in the work folder, which holds 1 MiB")
+    ) as failed:
+        asyncio.run(small.create({"data.bin": b"x" * (2 * 2**20)}))
+
+    assert "raise [sandbox] work_mb in bundle.toml" in str(failed.value)
+    assert sandbox_containers(docker_client) == []
 
 
 def test_teardown_removes_the_container_even_when_it_already_died_and_a_second_teardown_does_nothing(

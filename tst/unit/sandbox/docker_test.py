@@ -74,25 +74,31 @@ def test_without_the_docker_sdk_the_error_names_the_docker_extra(
 
 
 def test_a_bundle_chooses_the_docker_sandbox_its_image_and_limits_in_bundle_toml(tmp_path: Path) -> None:
-    limits = 'image = "shipyard:2"\ncpus = 0.5\nmemory_mb = 256\npids_limit = 64\n'
+    limits = (
+        'image = "shipyard:2"\ncpus = 0.5\nmemory_mb = 256\npids_limit = 64\nuser = "0:0"\nwork_mb = 32\n'
+    )
     toml = TOML + '\n[sandbox]\nprovider = "docker"\n' + limits
     bundle = load_bundle(make_bundle(tmp_path / "b", toml=toml))
 
     settings = bundle.task("train", 0).sandbox
 
     assert settings == SandboxConfig(
-        provider="docker", image="shipyard:2", cpus=0.5, memory_mb=256, pids_limit=64
+        provider="docker", image="shipyard:2", cpus=0.5, memory_mb=256, pids_limit=64, user="0:0", work_mb=32
     )
 
 
 def test_docker_limits_out_of_range_in_bundle_toml_are_each_reported_with_their_field(tmp_path: Path) -> None:
-    toml = TOML + '\n[sandbox]\nprovider = "docker"\ncpus = 0\nmemory_mb = 1\npids_limit = 2\nimage = ""\n'
+    toml = TOML + (
+        '\n[sandbox]\nprovider = "docker"\ncpus = 0\nmemory_mb = 1\npids_limit = 2\nimage = ""\n'
+        'user = "agent"\nwork_mb = 0\n'
+    )
 
     with pytest.raises(BundleError) as caught:
         load_bundle(make_bundle(tmp_path / "b", toml=toml))
 
     problems = [str(p) for p in caught.value.problems]
-    for field in ("sandbox.cpus", "sandbox.memory_mb", "sandbox.pids_limit", "sandbox.image"):
+    fields = ("cpus", "memory_mb", "pids_limit", "image", "user", "work_mb")
+    for field in (f"sandbox.{name}" for name in fields):
         assert sum(field in p for p in problems) == 1, problems
 
 
