@@ -9,6 +9,7 @@ from agent_env.sandbox.base import (
     Sandbox,
     SandboxProvider,
 )
+from agent_env.sandbox.bubblewrap import ISOLATIONS
 from agent_env.sandbox.config import DEFAULT_IMAGE, SandboxConfig
 from agent_env.sandbox.docker import DockerSandbox, DockerSandboxProvider
 from agent_env.sandbox.docker_image import ImageBuildError, build_sandbox_image
@@ -19,6 +20,7 @@ __all__ = [
     "DEFAULT_COMMAND_TIMEOUT_S",
     "DEFAULT_IMAGE",
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "ISOLATIONS",
     "PROVIDERS",
     "CommandResult",
     "DockerSandbox",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_env.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, DEFAULT_MAX_OUTPUT_BYTES
@@ -11,13 +13,17 @@ DEFAULT_IMAGE = "agent-env-sandbox:latest"
 
 
 class SandboxConfig(BaseModel):
-    """Every provider keeps the command limits; the rest (`image` on) are Docker's."""
+    """Every provider keeps the command limits; `isolation` is the local sandbox's, the rest Docker's."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     provider: str = "local"
     command_timeout_s: float = Field(DEFAULT_COMMAND_TIMEOUT_S, gt=0)
     max_output_bytes: int = Field(DEFAULT_MAX_OUTPUT_BYTES, gt=0)
+    isolation: Literal["auto", "bubblewrap", "none"] = Field(
+        "auto",
+        description="The local sandbox's confinement: bubblewrap when it runs here (auto), always, or never.",
+    )
     image: str = Field(DEFAULT_IMAGE, min_length=1, description="Docker image each episode's container runs.")
     cpus: float = Field(1.0, gt=0, description="CPUs one container may use.")
     memory_mb: int = Field(512, ge=16, description="Memory one container may use, swap included.")

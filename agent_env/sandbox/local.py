@@ -3,6 +3,8 @@
 It is the embedded default, made for trusted bundles and tests: it is not an isolation boundary.
 Each command runs in a process group of its own; when the command returns, or runs past its
 deadline, the whole group is killed, so nothing a command started keeps running between commands.
+Where bubblewrap runs (`bubblewrap.py`), each command is also confined: no network, only its
+episode's folder writable, and a process namespace that ends with it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from agent_env._threads import run_sync
 from agent_env.sandbox.base import CappedOutput, CommandResult
+from agent_env.sandbox.bubblewrap import bubblewrap_for, confined
 
 _READ_CHUNK = 64 * 1024
 _OUTPUT_GRACE_S = 1.0
@@ -28,18 +31,18 @@ FOLDER_PREFIX = "agent-env-sandbox-"
 class LocalSandbox:
     """A folder and the process groups of the commands running in it."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, bwrap: str | None = None) -> None:
         self.root = root
+        self.bwrap = bwrap
         self._groups: set[int] = set()
         self._closed = False
 
     async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
         if self._closed:
             raise RuntimeError("the sandbox has been torn down")
+        argv = ["bash", "-c", command]
         process = await asyncio.create_subprocess_exec(
-            "bash",
-            "-c",
-            command,
+            *(confined(self.bwrap, self.root, argv) if self.bwrap else argv),
             cwd=self.root,
             env=_environment(self.root),
             stdin=asyncio.subprocess.DEVNULL,
@@ -89,8 +92,9 @@ class LocalSandboxProvider:
 
     name = "local"
 
-    def __init__(self, parent: str | Path | None = None) -> None:
+    def __init__(self, parent: str | Path | None = None, *, isolation: str = "auto") -> None:
         self.parent = Path(parent) if parent is not None else None
+        self.bwrap = bubblewrap_for(isolation)
 
     async def create(self, files: Mapping[str, bytes]) -> LocalSandbox:
         return await run_sync(self._create, dict(files))
@@ -107,7 +111,7 @@ class LocalSandboxProvider:
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
-        return LocalSandbox(root)
+        return LocalSandbox(root, bwrap=self.bwrap)
 
 
 async def _exited(process: asyncio.subprocess.Process) -> None:

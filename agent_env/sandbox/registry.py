@@ -19,7 +19,7 @@ def sandbox_provider(name: str | SandboxProvider, settings: SandboxConfig | None
     if not isinstance(name, str):
         return name
     if name == "local":
-        return LocalSandboxProvider()
+        return LocalSandboxProvider(isolation=(settings or SandboxConfig()).isolation)
     if name == "docker":
         return _docker_provider(settings or SandboxConfig(provider="docker"))
     raise ValueError(f"unknown sandbox provider '{name}'; choose one of: {', '.join(PROVIDERS)}")

@@ -27,7 +27,7 @@ from agent_env import (
 )
 from agent_env.sandbox import LocalSandbox
 from agent_env.verifiers import FunctionCheck, Verifier
-from tst.unit._waiting import WAIT_S, alive, eventually, written
+from tst.unit._waiting import WAIT_S, eventually, running, written
 
 HARBOR = Path(__file__).resolve().parents[2] / "examples" / "harbor"
 BUNDLE = agent_env.load_bundle(HARBOR)
@@ -255,10 +255,9 @@ def test_a_bash_command_past_its_deadline_is_killed_with_its_process_group_and_r
     async def main() -> tuple[str, bool]:
         await episode.deploy()
         try:
-            answer = await episode.call_tool("bash", {"command": "sleep 30 & echo $! > helper.pid; sleep 30"})
+            answer = await episode.call_tool("bash", {"command": "sleep 30.31 & sleep 30"})
             assert isinstance(episode.sandbox, LocalSandbox)
-            helper = int((episode.sandbox.root / "helper.pid").read_text())
-            return answer, await eventually(lambda: not alive(helper))
+            return answer, await eventually(lambda: running("30.31") == [])
         finally:
             await episode.teardown()
 
@@ -279,12 +278,13 @@ def test_teardown_removes_the_sandbox_folder_and_kills_a_command_still_running(t
         await episode.deploy()
         assert isinstance(episode.sandbox, LocalSandbox)
         root = episode.sandbox.root
-        command = "sleep 30 & echo $! > helper.pid; wait"
-        running = asyncio.create_task(episode.call_tool("bash", {"command": command}))
-        helper = int(await written(root / "helper.pid"))
+        command = "sleep 30.32 & echo started > started.txt; wait"
+        calling = asyncio.create_task(episode.call_tool("bash", {"command": command}))
+        await written(root / "started.txt")
+        assert await eventually(lambda: running("30.32") != [])
         await episode.teardown()
-        await asyncio.wait_for(running, WAIT_S)
-        return root, await eventually(lambda: not alive(helper))
+        await asyncio.wait_for(calling, WAIT_S)
+        return root, await eventually(lambda: running("30.32") == [])
 
     root, helper_gone = asyncio.run(main())
 

@@ -47,6 +47,12 @@ def _trl_installed() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in needed)
 
 
+def _bubblewrap() -> bool:
+    from agent_env.sandbox.bubblewrap import bubblewrap_for
+
+    return bubblewrap_for("auto") is not None
+
+
 def _openenv_installed() -> bool:
     return importlib.util.find_spec("openenv") is not None
 
@@ -63,6 +69,7 @@ CAPABILITIES = {
             _trl_installed,
         ),
         Capability("openenv_installed", "pip install -e '.[openenv]'", _openenv_installed),
+        Capability("bubblewrap", "apt-get install bubblewrap (where namespaces are allowed)", _bubblewrap),
     )
 }
 

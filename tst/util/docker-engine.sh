@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # docker-engine.sh install|start|stop: a Docker engine for the integration tier on a fresh machine.
 #
-#   install  Debian's docker.io (dockerd, containerd, runc), and fresh package lists, which
-#            `agent-env sandbox-image` needs to download bash-static and busybox-static.
+#   install  Debian's docker.io (dockerd, containerd, runc) and bubblewrap (the local sandbox's
+#            confinement), and fresh package lists, which `agent-env sandbox-image` needs to
+#            download bash-static and busybox-static.
 #   start    an engine, unless one already answers: loopback only (--bridge=none --iptables=false),
 #            so no container can reach any network; waits until it answers.
 #   stop     the engine `start` started, by its pid; an engine found running is left alone.
@@ -24,8 +25,8 @@ answers() {
 case "${1:-}" in
   install)
     as_root apt-get update -qq
-    if ! command -v dockerd >/dev/null; then
-      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io >/dev/null
+    if ! command -v dockerd >/dev/null || ! command -v bwrap >/dev/null; then
+      as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io bubblewrap >/dev/null
     fi
     ;;
   start)

@@ -32,7 +32,7 @@ from tst.unit.openenv._harbor import (
     SLEEPER,
     play_reference,
     sandbox_folders,
-    written_pids,
+    sleeper_pids,
 )
 
 SCRIPT = Path(sys.executable).parent / "agent-env"
@@ -163,8 +163,8 @@ def test_sigterm_interrupts_the_call_in_flight_and_tears_down_every_episode_befo
 
     caller = threading.Thread(target=call_sleeper, daemon=True)
     caller.start()
-    assert until(lambda: written_pids(served.sandboxes) != [], WAIT_S)
-    [pid] = written_pids(served.sandboxes)
+    assert until(lambda: sleeper_pids(served.sandboxes) != [], WAIT_S)
+    [pid] = sleeper_pids(served.sandboxes)
     served.strays.append(pid)
     sandboxes_before = sandbox_folders(served.sandboxes)
 

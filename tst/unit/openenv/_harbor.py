@@ -9,14 +9,19 @@ from typing import Any
 from agent_env.bundle import load_bundle
 from agent_env.openenv import AgentEnvAction
 from agent_env.replay import Script, load_solutions
+from tst.unit._waiting import running
 
 HARBOR = Path(__file__).resolve().parents[3] / "examples" / "harbor"
 SINGLE_TURN_TASK = 0  # store-crate-000: a deckhand stores C17 in bay 5
 TWO_TURN_TASK = 2  # store-then-move-000: store C16 in bay 2, then move it to bay 6
 ACCESS_TASK = 4  # ship-crate-000: a deckhand task that enables remove_crate for its role
 BASH_TASK = 10  # manifest-total-000: the clerk's dock+bash toolset
-SLEEPER = "echo $$ > pid; exec sleep 60"
-"""A bash command that writes its pid in its sandbox folder, then sleeps as that pid."""
+SLEEP_MARK = "60.0417"
+SLEEPER = f"echo started > pid; exec sleep {SLEEP_MARK}"
+"""A bash command that says in its sandbox folder that it started, then sleeps as `sleep 60.0417`.
+
+Its own `$$` would be of bubblewrap's process namespace, not the host's; so the host finds it by its
+command line."""
 
 
 @functools.cache
@@ -40,7 +45,7 @@ def sandbox_folders(parent: Path) -> list[Path]:
     return sorted(parent.glob("agent-env-sandbox-*"))
 
 
-def written_pids(parent: Path) -> list[int]:
-    """The pids `SLEEPER` commands have written, whole, in the sandbox folders under `parent`."""
-    files = [folder / "pid" for folder in sandbox_folders(parent) if (folder / "pid").is_file()]
-    return [int(text) for text in (file.read_text() for file in files) if text.endswith("\n")]
+def sleeper_pids(parent: Path) -> list[int]:
+    """The host's pids of the `SLEEPER` commands sleeping, once one has started under `parent`."""
+    started = [folder for folder in sandbox_folders(parent) if (folder / "pid").is_file()]
+    return running(SLEEP_MARK) if started else []

@@ -9,7 +9,7 @@ from typing import Any
 from agent_env.openenv import AgentEnvAction, build_app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask
-from tst.unit.openenv._harbor import BASH_TASK, HARBOR, SINGLE_TURN_TASK, play_reference
+from tst.unit.openenv._harbor import BASH_TASK, HARBOR, SINGLE_TURN_TASK, play_reference, sandbox_folders
 from tst.unit.openenv._tools import add_crate
 from tst.unit.openenv.conftest import Connect, Serve
 
@@ -68,8 +68,9 @@ def test_a_bash_command_that_runs_holds_only_its_own_session_while_another_plays
     url = serve(build_app(HARBOR, sandbox=LocalSandboxProvider(tmp_path))).url
     waiting, playing = connect(url, message_timeout_s=WAIT_S), connect(url, message_timeout_s=WAIT_S)
     waiting.reset(split="train", index=BASH_TASK)
-    gate = tmp_path / "go"
-    command = f"until [ -e {gate} ]; do sleep 0.01; done; echo went"
+    [folder] = sandbox_folders(tmp_path)
+    gate = folder / "go"  # in the command's own folder: the only one bubblewrap lets it see change
+    command = "until [ -e go ]; do sleep 0.01; done; echo went"
     running, ran = in_thread(
         lambda: waiting.step(AgentEnvAction.call_tool("bash", {"command": command}).wire())
     )

@@ -24,7 +24,7 @@ from agent_env.openenv import AgentEnvAction, build_app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, Gate
 from tst.unit._waiting import alive, until
-from tst.unit.openenv._harbor import BASH_TASK, HARBOR, SLEEPER, sandbox_folders, written_pids
+from tst.unit.openenv._harbor import BASH_TASK, HARBOR, SLEEPER, sandbox_folders, sleeper_pids
 from tst.unit.openenv._tools import add_crate
 from tst.unit.openenv.conftest import Connect, Serve
 
@@ -47,8 +47,8 @@ def end_with_missed_deadline(client: Any) -> None:
 
 def sleeper_pid(parent: Path) -> int:
     """The pid the one `SLEEPER` command under `parent` wrote, once it has written it."""
-    assert until(lambda: written_pids(parent) != [], WAIT_S)
-    [pid] = written_pids(parent)
+    assert until(lambda: sleeper_pids(parent) != [], WAIT_S)
+    [pid] = sleeper_pids(parent)
     return pid
 
 

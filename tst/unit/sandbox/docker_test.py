@@ -90,14 +90,14 @@ def test_a_bundle_chooses_the_docker_sandbox_its_image_and_limits_in_bundle_toml
 def test_docker_limits_out_of_range_in_bundle_toml_are_each_reported_with_their_field(tmp_path: Path) -> None:
     toml = TOML + (
         '\n[sandbox]\nprovider = "docker"\ncpus = 0\nmemory_mb = 1\npids_limit = 2\nimage = ""\n'
-        'user = "agent"\nwork_mb = 0\n'
+        'user = "agent"\nwork_mb = 0\nisolation = "jail"\n'
     )
 
     with pytest.raises(BundleError) as caught:
         load_bundle(make_bundle(tmp_path / "b", toml=toml))
 
     problems = [str(p) for p in caught.value.problems]
-    fields = ("cpus", "memory_mb", "pids_limit", "image", "user", "work_mb")
+    fields = ("cpus", "memory_mb", "pids_limit", "image", "user", "work_mb", "isolation")
     for field in (f"sandbox.{name}" for name in fields):
         assert sum(field in p for p in problems) == 1, problems
 

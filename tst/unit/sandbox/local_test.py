@@ -12,20 +12,31 @@ import pytest
 
 from agent_env import CommandResult
 from agent_env.sandbox import LocalSandbox, LocalSandboxProvider
-from tst.unit._waiting import alive, eventually, written
+from tst.unit._waiting import eventually, running, written
 
 DEADLINE_S = 2.0
 CAP = 1024
 T = TypeVar("T")
 
 
+ISOLATIONS = [
+    pytest.param("none", id="unconfined"),
+    pytest.param("bubblewrap", id="bubblewrap", marks=pytest.mark.needs("bubblewrap")),
+]
+"""Either way, what a command started must end with it: bubblewrap's process namespace changes how."""
+
+
 def in_sandbox(
-    tmp_path: Path, act: Callable[[LocalSandbox], Awaitable[T]], files: dict[str, bytes] | None = None
+    tmp_path: Path,
+    act: Callable[[LocalSandbox], Awaitable[T]],
+    files: dict[str, bytes] | None = None,
+    *,
+    isolation: str = "auto",
 ) -> T:
     """Make a sandbox under `tmp_path`, run `act` on it, and always tear it down."""
 
     async def main() -> T:
-        sandbox = await LocalSandboxProvider(tmp_path).create(files or {})
+        sandbox = await LocalSandboxProvider(tmp_path, isolation=isolation).create(files or {})
         try:
             return await act(sandbox)
         finally:
@@ -92,13 +103,15 @@ def test_a_command_s_stderr_is_merged_into_its_output(tmp_path: Path):
     assert result.output == "out\nerr\nout again\n"
 
 
-def test_a_command_past_its_deadline_is_killed_with_its_process_group_and_reported(tmp_path: Path):
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_command_past_its_deadline_is_killed_with_its_process_group_and_reported(
+    tmp_path: Path, isolation: str
+):
     async def act(sandbox: LocalSandbox) -> tuple[CommandResult, bool]:
-        result = await run(sandbox, "sleep 30 & echo $! > helper.pid; sleep 30", timeout_s=0.5)
-        helper = int((sandbox.root / "helper.pid").read_text())
-        return result, await eventually(lambda: not alive(helper))
+        result = await run(sandbox, "sleep 30.11 & sleep 30", timeout_s=0.5)
+        return result, await eventually(lambda: running("30.11") == [])
 
-    result, helper_gone = in_sandbox(tmp_path, act)
+    result, helper_gone = in_sandbox(tmp_path, act, isolation=isolation)
 
     assert result == CommandResult(exit_code=None, output="", timed_out=True)
     assert not result.ok
@@ -106,13 +119,15 @@ def test_a_command_past_its_deadline_is_killed_with_its_process_group_and_report
     assert helper_gone
 
 
-def test_a_background_process_a_command_leaves_behind_is_killed_when_the_command_returns(tmp_path: Path):
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_background_process_a_command_leaves_behind_is_killed_when_the_command_returns(
+    tmp_path: Path, isolation: str
+):
     async def act(sandbox: LocalSandbox) -> tuple[CommandResult, bool]:
-        result = await run(sandbox, "sleep 30 & echo $! > left.pid; echo started")
-        left = int((sandbox.root / "left.pid").read_text())
-        return result, await eventually(lambda: not alive(left))
+        result = await run(sandbox, "sleep 30.12 & echo started")
+        return result, await eventually(lambda: running("30.12") == [])
 
-    result, left_gone = in_sandbox(tmp_path, act)
+    result, left_gone = in_sandbox(tmp_path, act, isolation=isolation)
 
     assert result == CommandResult(0, "started\n")
     assert left_gone
@@ -131,15 +146,19 @@ def test_output_over_the_cap_is_truncated_with_a_marker_of_the_bytes_dropped_and
     assert result.output == "x" * 1000 + "\n[output truncated: 4999000 more bytes]"
 
 
-def test_teardown_removes_the_folder_and_kills_the_process_groups_still_running(tmp_path: Path):
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_teardown_removes_the_folder_and_kills_the_process_groups_still_running(
+    tmp_path: Path, isolation: str
+):
     async def act(sandbox: LocalSandbox) -> tuple[CommandResult, bool, bool]:
-        running = asyncio.create_task(run(sandbox, "sleep 30 & echo $! > helper.pid; wait"))
-        helper = int(await written(sandbox.root / "helper.pid"))
+        command = asyncio.create_task(run(sandbox, "sleep 30.13 & echo started > started.txt; wait"))
+        await written(sandbox.root / "started.txt")
+        assert await eventually(lambda: running("30.13") != [])
         await sandbox.teardown()
-        result = await asyncio.wait_for(running, DEADLINE_S)
-        return result, sandbox.root.exists(), await eventually(lambda: not alive(helper))
+        result = await asyncio.wait_for(command, DEADLINE_S)
+        return result, sandbox.root.exists(), await eventually(lambda: running("30.13") == [])
 
-    result, folder_left, helper_gone = in_sandbox(tmp_path, act)
+    result, folder_left, helper_gone = in_sandbox(tmp_path, act, isolation=isolation)
 
     assert not folder_left
     assert helper_gone
