@@ -8,7 +8,7 @@ TORCH ?= torch==2.13.0
 TRL ?= trl==1.16.*
 EXTRAS ?= dev,openenv,trl,docker
 
-.PHONY: install test unit integration trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
+.PHONY: install test unit integration reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
 
 install:
 	$(PYTHON) -m pip install $(TORCH)
@@ -27,6 +27,10 @@ integration:
 
 trl-test:
 	@bash tst/util/run-tier.sh trl tst/trl
+
+# Hostile input, faults and load against real servers on loopback, each bounded in time.
+reliability:
+	@bash tst/util/run-tier.sh reliability tst/reliability
 
 # The Docker sandbox's image (bash and busybox from Debian's static packages), built into the engine.
 sandbox-image:

@@ -1,4 +1,4 @@
-"""Notice a WebSocket client leaving while its session is busy with a call.
+"""Notice a WebSocket client leaving while its session is busy with a call (and screen its frames).
 
 OpenEnv's handler reads the socket only between calls, so a client that disconnects mid-call would
 go unnoticed until the call ends (a hung tool: never). This ASGI middleware reads each WebSocket's
@@ -15,6 +15,7 @@ import logging
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent_env.openenv.calls import CURRENT_LINK, ClientLink
+from agent_env.openenv.frames import screened
 
 log = logging.getLogger("agent_env.openenv")
 
@@ -69,7 +70,7 @@ class _Relay:
                 if message["type"] == "websocket.disconnect":
                     last = message
                     break
-                await self._queue.put(message)
+                await self._queue.put(screened(message))
         except Exception:  # the transport broke: for the handler, the client is gone all the same
             log.debug("reading a WebSocket failed", exc_info=True)
         self.link.lost("SHUTTING_DOWN" if last.get("code") == _SERVER_RESTART else "CLIENT_GONE")

@@ -1,0 +1,252 @@
+"""Hostile WebSocket frames: each is refused with an error that says what was wrong, and the session,
+its episode included, goes on; a frame too big to take ends only its own connection.
+
+The frames go raw over the socket, as any client (not only OpenEnv's) could send them, mid-episode:
+after each, the same session plays its task on to a score.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from websockets.exceptions import ConnectionClosedError
+from websockets.sync.client import ClientConnection, connect
+
+from agent_env.openenv import BackgroundServer
+from agent_env.openenv.app import _app
+from agent_env.testing import FakeEpisode, FakeTask, Gate, fake_served
+from tst.unit._waiting import until
+from tst.unit.openenv._tools import add_crate
+
+ANSWER_S = 10.0
+NESTED = 100_000
+
+
+def stored(episode: FakeEpisode) -> float:
+    return 1.0 if any(name == "add_crate" for name, _ in episode.calls) else 0.0
+
+
+def dock(task_id: str, **options: Any) -> FakeTask:
+    return FakeTask(task_id, tools=[add_crate], envs=("dock",), score=stored, **options)
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[BackgroundServer, list[FakeTask]]]:
+    tasks = [dock("quay"), dock("belt")]
+    served = BackgroundServer(_app(fake_served({"train": tasks}))).start()
+    yield served, tasks
+    served.stop()
+
+
+class Raw:
+    """A WebSocket client that sends whatever frame it is given and reads answers as JSON."""
+
+    def __init__(self, url: str) -> None:
+        self._open = contextlib.ExitStack()
+        self.socket: ClientConnection = self._open.enter_context(
+            connect(url.replace("http://", "ws://") + "/ws", max_size=None)
+        )
+
+    def send(self, frame: str | bytes) -> None:
+        self.socket.send(frame)
+
+    def answer(self) -> dict[str, Any]:
+        answer: dict[str, Any] = json.loads(self.socket.recv(timeout=ANSWER_S))
+        return answer
+
+    def ask(self, kind: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.send(json.dumps({"type": kind, **({"data": data} if data is not None else {})}))
+        return self.answer()
+
+    def close(self) -> None:
+        self._open.close()
+
+
+def observation(answer: dict[str, Any]) -> dict[str, Any]:
+    assert answer["type"] == "observation", answer
+    body: dict[str, Any] = answer["data"]
+    return body
+
+
+def play_on(raw: Raw, crate: str = "C1") -> dict[str, Any]:
+    """Store a crate and end the turn; the final answer."""
+    called = observation(
+        raw.ask("step", {"kind": "call_tool", "tool": "add_crate", "arguments": {"crate": crate, "bay": 2}})
+    )
+    assert called["observation"]["error"] is None, called
+    return observation(raw.ask("step", {"kind": "end_turn", "reply": "Stored."}))
+
+
+def status(server: BackgroundServer) -> dict[str, Any]:
+    body: dict[str, Any] = httpx.get(f"{server.url}/tasks/status", timeout=ANSWER_S).json()
+    return body
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+FRAMES: dict[str, tuple[str | bytes, str, str]] = {
+    "not JSON": ("{crate: C1", "INVALID_JSON", "Invalid JSON"),
+    "an unknown type": ('{"type": "dance", "data": {}}', "UNKNOWN_TYPE", "Unknown message type: dance"),
+    "an array": ("[1, 2]", "UNKNOWN_TYPE", "must be a JSON object"),
+    "a string": ('"reset"', "UNKNOWN_TYPE", "must be a JSON object"),
+    "null": ("null", "UNKNOWN_TYPE", "must be a JSON object"),
+    "a binary frame": (b"\x00\x01\x02", "UNKNOWN_TYPE", "binary frames are not accepted"),
+    "nesting past the parser": (nested(NESTED), "UNKNOWN_TYPE", "nests deeper than the server parses"),
+    "arguments nested past the parser": (
+        '{"type": "step", "data": {"kind": "call_tool", "tool": "add_crate", "arguments": {"crate": '
+        + nested(NESTED)
+        + ', "bay": 2}}}',
+        "UNKNOWN_TYPE",
+        "nests deeper than the server parses",
+    ),
+    "a step without data": ('{"type": "step"}', "VALIDATION_ERROR", "Invalid message"),
+    "a step whose data is a list": ('{"type": "step", "data": [1]}', "VALIDATION_ERROR", "Invalid message"),
+}
+
+
+@pytest.mark.parametrize("name", list(FRAMES))
+def test_a_hostile_frame_mid_episode_is_refused_saying_why_and_the_episode_plays_on_to_its_score(
+    server: tuple[BackgroundServer, list[FakeTask]], name: str
+) -> None:
+    served, tasks = server
+    frame, code, says = FRAMES[name]
+    raw = Raw(served.url)
+    started = observation(raw.ask("reset", {"split": "train", "index": 0}))
+
+    raw.send(frame)
+    refused = raw.answer()
+    scored = play_on(raw)
+    raw.close()
+
+    assert started["observation"]["task_id"] == "quay"
+    assert refused["type"] == "error" and refused["data"]["code"] == code, refused
+    assert says in refused["data"]["message"]
+    assert (scored["done"], scored["reward"]) == (True, 1.0)
+    assert until(lambda: status(served)["live_episodes"] == 0 and status(served)["connections"] == 0)
+    assert [len(task.episodes) for task in tasks] == [1, 0]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "code"),
+    [
+        ({"crate": "C1", "bay": "two"}, "INVALID_ARGUMENTS"),
+        ({"crate": "C1"}, "INVALID_ARGUMENTS"),
+        ({"crate": "C1", "bay": 2, "deck": 3}, "INVALID_ARGUMENTS"),
+        ({"crate": nested(200), "bay": 2}, "INVALID_ARGUMENTS"),
+        ({"crate": {"label": [["C1"]]}, "bay": 2}, "INVALID_ARGUMENTS"),
+    ],
+    ids=["wrong-typed", "missing", "extra", "deep-but-parsable", "an-object-for-a-string"],
+)
+def test_bad_arguments_are_refused_naming_the_problem_and_the_turn_stays_open(
+    server: tuple[BackgroundServer, list[FakeTask]], arguments: dict[str, Any], code: str
+) -> None:
+    served, _ = server
+    raw = Raw(served.url)
+    observation(raw.ask("reset", {"split": "train", "index": 0}))
+    if isinstance(arguments.get("crate"), str) and arguments["crate"].startswith("["):
+        arguments = {**arguments, "crate": json.loads(arguments["crate"])}
+
+    refused = observation(raw.ask("step", {"kind": "call_tool", "tool": "add_crate", "arguments": arguments}))
+    scored = play_on(raw)
+    raw.close()
+
+    assert refused["observation"]["error"]["code"] == code, refused
+    assert refused["done"] is False
+    assert (scored["done"], scored["reward"]) == (True, 1.0)
+
+
+def test_unicode_arguments_reach_the_tool_and_come_back_as_they_were(
+    server: tuple[BackgroundServer, list[FakeTask]],
+) -> None:
+    served, tasks = server
+    raw = Raw(served.url)
+    observation(raw.ask("reset", {"split": "train", "index": 0}))
+    label = "Çrate-é-😀-\u202e-漢字"
+
+    called = observation(
+        raw.ask("step", {"kind": "call_tool", "tool": "add_crate", "arguments": {"crate": label, "bay": 2}})
+    )
+    raw.close()
+
+    assert called["observation"]["result"] == f"stored dry crate {label} in bay 2"
+    assert tasks[0].episodes[0].calls == [("add_crate", {"crate": label, "bay": 2})]
+
+
+def test_a_frame_too_big_to_take_ends_only_its_connection_and_its_episode_is_torn_down(
+    server: tuple[BackgroundServer, list[FakeTask]],
+) -> None:
+    served, tasks = server
+    raw, other = Raw(served.url), Raw(served.url)
+    observation(raw.ask("reset", {"split": "train", "index": 0}))
+    observation(other.ask("reset", {"split": "train", "index": 1}))
+
+    raw.send("x" * (17 * 2**20))
+    with pytest.raises(ConnectionClosedError) as closed:
+        raw.answer()
+    scored = play_on(other)
+    other.close()
+
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009  # "message too big"
+    assert (scored["done"], scored["reward"]) == (True, 1.0)
+    assert until(lambda: status(served)["live_episodes"] == 0)
+    assert all(e.torn_down.is_set() for task in tasks for e in task.episodes)
+
+
+def test_a_reset_for_another_task_sent_while_a_call_is_in_flight_waits_for_it_then_starts_that_task(
+    server: tuple[BackgroundServer, list[FakeTask]],
+) -> None:
+    served, tasks = server
+    lifting = Gate()
+    tasks[0].tool_gates = {"add_crate": lifting}
+    raw = Raw(served.url)
+    observation(raw.ask("reset", {"split": "train", "index": 0}))
+
+    raw.send(
+        json.dumps(
+            {
+                "type": "step",
+                "data": {"kind": "call_tool", "tool": "add_crate", "arguments": {"crate": "C1", "bay": 2}},
+            }
+        )
+    )
+    assert lifting.wait_reached(ANSWER_S)
+    raw.send(json.dumps({"type": "reset", "data": {"split": "train", "index": 1}}))
+    threading.Timer(0.2, lifting.release).start()
+    called = observation(raw.answer())
+    restarted = observation(raw.answer())
+    scored = play_on(raw)
+    raw.close()
+
+    assert called["observation"]["result"] == "stored dry crate C1 in bay 2"
+    assert restarted["observation"]["task_id"] == "belt"
+    assert (scored["done"], scored["reward"]) == (True, 1.0)
+    assert tasks[0].episodes[0].torn_down.is_set() and tasks[0].episodes[0].score is None
+    assert until(lambda: status(served)["live_episodes"] == 0)
+
+
+def test_frames_sent_before_any_reset_are_refused_and_the_session_then_plays(
+    server: tuple[BackgroundServer, list[FakeTask]],
+) -> None:
+    served, _ = server
+    raw = Raw(served.url)
+
+    early = observation(
+        raw.ask("step", {"kind": "call_tool", "tool": "add_crate", "arguments": {"crate": "C1", "bay": 2}})
+    )
+    raw.send("[]")
+    refused = raw.answer()
+    observation(raw.ask("reset", {"split": "train", "index": 0}))
+    scored = play_on(raw)
+    raw.close()
+
+    assert early["observation"]["error"]["code"] == "NO_EPISODE"
+    assert refused["data"]["code"] == "UNKNOWN_TYPE"
+    assert scored["reward"] == 1.0
