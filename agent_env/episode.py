@@ -9,14 +9,13 @@ it comes while a deploy or a call is still in flight.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from agent_env._threads import call_maybe_async
+from agent_env._threads import call_maybe_async, run_in_own_thread
 from agent_env.env import Env, EnvSpec
 from agent_env.errors import EpisodeError
 from agent_env.sandbox.base import Sandbox, SandboxProvider
@@ -26,6 +25,12 @@ from agent_env.tools import Tool
 from agent_env.verifiers import VerifierContext, aggregate
 
 log = logging.getLogger("agent_env.episode")
+
+_T = TypeVar("_T")
+
+RELEASE_TIMEOUT_S = 30.0
+"""How long a teardown waits for each step of it (a deploy still running, each env's close, the
+sandbox) before it gives up on that step, logs it, and goes on: a teardown always ends."""
 
 
 class EpisodeState(enum.Enum):
@@ -167,26 +172,46 @@ class Episode:
         closing_from = self.state
         self.state = EpisodeState.TORN_DOWN
         if self._env_making is not None:
-            with contextlib.suppress(BaseException):
-                await self._env_making
+            await self._settled(self._env_making, "making an env instance")
         for name, instance in list(self._envs.items()):
-            try:
-                await call_maybe_async(instance.close)
-            except Exception:
-                log.exception("env '%s' of task '%s' failed to close", name, self.task.id)
+            await self._bounded(_close(instance), f"closing env '{name}'")
         self._envs.clear()
         sandbox = self._sandbox
         if sandbox is None and self._sandbox_creation is not None:
-            try:
-                sandbox = await self._sandbox_creation
-            except BaseException:
-                sandbox = None
+            sandbox = await self._settled(self._sandbox_creation, "making the sandbox")
         if sandbox is not None:
-            try:
-                await sandbox.teardown()
-            except Exception:
-                log.exception("sandbox of task '%s' failed to tear down", self.task.id)
+            await self._bounded(sandbox.teardown(), "tearing down the sandbox")
         log.debug("episode of task '%s' torn down (was %s)", self.task.id, closing_from.value)
+
+    async def _bounded(self, step: Awaitable[None], what: str) -> None:
+        """Run one step of the teardown; one that raises or outlasts `RELEASE_TIMEOUT_S` is logged."""
+        try:
+            async with asyncio.timeout(RELEASE_TIMEOUT_S):
+                await step
+        except TimeoutError:
+            self._given_up(what)
+        except Exception:
+            log.exception("teardown of an episode of task '%s': %s failed", self.task.id, what)
+
+    async def _settled(self, deploying: asyncio.Future[_T], what: str) -> _T | None:
+        """What a deploy step still running made, once it ends; None if it failed or outlasts
+        `RELEASE_TIMEOUT_S` (logged), since then there is nothing the teardown can release."""
+        if not deploying.done():
+            await asyncio.wait({deploying}, timeout=RELEASE_TIMEOUT_S)
+        if not deploying.done():
+            self._given_up(what)
+            return None
+        if deploying.cancelled() or deploying.exception() is not None:
+            return None
+        return deploying.result()
+
+    def _given_up(self, what: str) -> None:
+        log.error(
+            "teardown of an episode of task '%s': %s took over %g s; given up on, it may leak",
+            self.task.id,
+            what,
+            RELEASE_TIMEOUT_S,
+        )
 
     async def _make_env(self, env: EnvSpec) -> None:
         instance = await call_maybe_async(env.cls)
@@ -239,3 +264,12 @@ class Episode:
                 f"'{self.task.id}' (tools: {available})",
             )
         return EpisodeError("UNKNOWN_TOOL", f"unknown tool '{name}' (tools: {available})")
+
+
+async def _close(instance: Env) -> None:
+    """Close an env instance; a sync close runs on a thread of its own, so one that never returns
+    holds no thread of the shared pool."""
+    if asyncio.iscoroutinefunction(instance.close):
+        await instance.close()
+    else:
+        await run_in_own_thread(instance.close)

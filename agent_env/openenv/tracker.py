@@ -46,6 +46,12 @@ class EpisodeRecord:
         )
 
 
+TEARDOWN_TIMEOUT_S = 120.0
+"""The longest one episode's teardown may hold the server (its session's next reset, a shutdown):
+past it the episode is counted gone and the failure logged. The Episode API's own teardown gives up
+on each of its steps sooner (`RELEASE_TIMEOUT_S`)."""
+
+
 class EpisodeTracker:
     """The server's live episodes and teardowns; used on the server's event loop only."""
 
@@ -90,7 +96,14 @@ class EpisodeTracker:
 
     async def _tear_down(self, record: EpisodeRecord) -> None:
         try:
-            await record.episode.teardown()
+            async with asyncio.timeout(TEARDOWN_TIMEOUT_S):
+                await record.episode.teardown()
+        except TimeoutError:
+            log.error(
+                "teardown of an episode of task '%s' took over %g s: given up on, it may leak",
+                record.task.spec.id,
+                TEARDOWN_TIMEOUT_S,
+            )
         except Exception:
             # The Episode API's teardown never raises; a hand-built one might.
             log.exception("teardown of an episode of task '%s' raised", record.task.spec.id)
