@@ -39,6 +39,8 @@ from agent_env.verifiers import FunctionCheck, ItemsCheck, Verifier, VerifierFun
 
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _TASK_SUFFIXES = (".jsonl", ".json")
+MAX_FILE_BYTES = 256 * 2**20
+"""The largest task file or sandbox source a bundle may hold: a bigger one is refused unread."""
 _VERIFIER_TAGS = ("items", "bash", "reply", "function")
 _module_counter = itertools.count()
 
@@ -255,7 +257,7 @@ class _Loader:
             if not _SPLIT_NAME.match(split):
                 self.problem(where, f"split name '{split}' must match {_SPLIT_NAME.pattern}; rename the file")
                 continue
-            if not self._inside(file, where):
+            if not self._inside(file, where) or not self._small_enough(file, where):
                 continue
             tasks: list[Task] = []
             entries = 0
@@ -450,8 +452,21 @@ class _Loader:
             if not source.is_file():
                 self.problem(where, f"source '{content.source}' is not a file of the bundle")
                 continue
+            if not self._small_enough(source, where):
+                continue
             out[target] = source.read_bytes()
         return out
+
+    def _small_enough(self, path: Path, where: str) -> bool:
+        size = path.stat().st_size
+        if size <= MAX_FILE_BYTES:
+            return True
+        self.problem(
+            where,
+            f"'{path.name}' is {size / 2**20:.0f} MiB, over the {MAX_FILE_BYTES // 2**20} MiB a bundle's "
+            "file may be: split a task file into smaller splits, or keep big data out of sandbox files",
+        )
+        return False
 
     def _inside(self, path: Path, where: str) -> bool:
         if path.resolve().is_relative_to(self.root):

@@ -349,6 +349,30 @@ def test_a_symlink_out_of_the_bundle_is_refused_and_not_read(tmp_path):
     ]
 
 
+def test_a_huge_task_file_or_sandbox_source_is_refused_unread_naming_its_size(tmp_path, monkeypatch):
+    root = make_bundle(
+        tmp_path / "b", tasks={"train": [a_task(files={"data.bin": {"source": "data/big.bin"}})]}
+    )
+    (root / "data").mkdir()
+    huge = 300 * 2**20  # sparse: nothing is written, and the check must not read them
+    with (root / "data" / "big.bin").open("wb") as big:
+        big.truncate(huge)
+    with (root / "tasks" / "eval.jsonl").open("wb") as eval_tasks:
+        eval_tasks.truncate(huge)
+    read = []
+    original = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self.name) or original(self))
+
+    problems = problems_of(root)
+
+    assert [p.split(": '", 1)[0] for p in problems] == [
+        "tasks/eval.jsonl",
+        "tasks/train.jsonl:1 (task 't1'): files['data.bin']",
+    ]
+    assert all("is 300 MiB, over the 256 MiB a bundle's file may be" in p for p in problems)
+    assert "big.bin" not in read and "eval.jsonl" not in read
+
+
 def test_a_sandbox_file_may_be_copied_from_the_bundle(tmp_path):
     root = make_bundle(
         tmp_path / "b",
