@@ -1,0 +1,99 @@
+"""Fuzzing: the Task API from its own OpenAPI schema (schemathesis), the WebSocket's actions from a
+strategy of any JSON (hypothesis). No request may get a 500, and no action may end a session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from schemathesis.checks import not_a_server_error
+
+from agent_env.openenv import BackgroundServer
+from agent_env.openenv.app import _app
+from agent_env.testing import fake_served
+from tst.reliability.hostile_frames_test import Raw, dock, observation, play_on, status
+from tst.unit._waiting import until
+
+EXAMPLES = 60
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[BackgroundServer]:
+    tasks = {"train": [dock("quay"), dock("belt")], "eval": [dock("dry-dock")]}
+    served = BackgroundServer(_app(fake_served(tasks))).start()
+    yield served
+    served.stop()
+
+
+@pytest.fixture(scope="module")
+def task_api(server: BackgroundServer) -> Any:
+    schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json")
+    schema.hook(map_path_parameters)
+    return schema
+
+
+def map_path_parameters(context: Any, path_parameters: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The served environment's name, so generated bodies reach the handlers rather than a 404."""
+    if path_parameters and "env_name" in path_parameters:
+        return {**path_parameters, "env_name": "tasks"}
+    return path_parameters
+
+
+task_api_schema = schemathesis.pytest.from_fixture("task_api")
+
+
+@task_api_schema.parametrize()
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+def test_no_request_the_task_apis_schema_allows_or_nearly_allows_gets_a_server_error(
+    case: Any, server: BackgroundServer
+) -> None:
+    case.call_and_validate(base_url=server.url, checks=[not_a_server_error], timeout=30)
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+KINDS = st.sampled_from(["call_tool", "end_turn", "list_tools", "dance", ""]) | st.text(max_size=12)
+TOOLS = st.sampled_from(["add_crate", "bash", "reset", ""]) | st.text(max_size=12)
+ACTIONS = st.fixed_dictionaries(
+    {"kind": KINDS},
+    optional={
+        "tool": TOOLS,
+        "arguments": st.dictionaries(st.sampled_from(["crate", "bay", "kind", "x"]), JSON, max_size=4) | JSON,
+        "reply": JSON,
+        "metadata": st.fixed_dictionaries({}, optional={"timeout_s": JSON}) | JSON,
+        "extra": JSON,
+    },
+)
+
+
+@settings(max_examples=EXAMPLES * 3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(actions=st.lists(ACTIONS, min_size=1, max_size=5))
+def test_any_json_as_an_action_is_answered_and_the_session_plays_on(
+    server: BackgroundServer, actions: list[dict[str, Any]]
+) -> None:
+    raw = Raw(server.url)
+    try:
+        observation(raw.ask("reset", {"split": "train", "index": 0}))
+        for action in actions:
+            raw.send(json.dumps({"type": "step", "data": action}))
+            answer = raw.answer()
+            assert answer["type"] in ("observation", "error"), answer
+            if answer["type"] == "observation" and answer["data"]["done"]:
+                observation(raw.ask("reset", {"split": "train", "index": 0}))
+        observation(raw.ask("reset", {"split": "train", "index": 1}))
+        scored = play_on(raw)
+        assert (scored["done"], scored["reward"]) == (True, 1.0)
+    finally:
+        raw.close()
+    assert until(lambda: status(server)["live_episodes"] == 0)
