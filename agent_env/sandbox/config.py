@@ -13,7 +13,8 @@ DEFAULT_IMAGE = "agent-env-sandbox:latest"
 
 
 class SandboxConfig(BaseModel):
-    """Every provider keeps the command limits; `isolation` is the local sandbox's, the rest Docker's."""
+    """Every provider keeps the command limits and `work_mb`; `isolation` is the local sandbox's, the
+    rest Docker's."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -34,5 +35,8 @@ class SandboxConfig(BaseModel):
         description="The uid[:gid] commands run as; the work folder is theirs. 0:0 is root.",
     )
     work_mb: int = Field(
-        128, ge=1, description="Size of the writable work folder and of /tmp (in memory, within memory_mb)."
+        128,
+        ge=1,
+        description="Docker: the size of the writable /work and /tmp (in memory). Local: the most one file "
+        "a command writes may hold.",
     )

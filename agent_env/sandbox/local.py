@@ -31,9 +31,10 @@ FOLDER_PREFIX = "agent-env-sandbox-"
 class LocalSandbox:
     """A folder and the process groups of the commands running in it."""
 
-    def __init__(self, root: Path, *, bwrap: str | None = None) -> None:
+    def __init__(self, root: Path, *, bwrap: str | None = None, max_file_mb: int | None = None) -> None:
         self.root = root
         self.bwrap = bwrap
+        self.max_file_mb = max_file_mb
         self._groups: set[int] = set()
         self._closed = False
 
@@ -41,6 +42,15 @@ class LocalSandbox:
         if self._closed:
             raise RuntimeError("the sandbox has been torn down")
         argv = ["bash", "-c", command]
+        if self.max_file_mb is not None:  # bash's ulimit -f counts KiB
+            argv = [
+                "bash",
+                "-c",
+                'ulimit -f "$1" && exec bash -c "$2"',
+                "agent-env",
+                str(self.max_file_mb * 1024),
+                command,
+            ]
         process = await asyncio.create_subprocess_exec(
             *(confined(self.bwrap, self.root, argv) if self.bwrap else argv),
             cwd=self.root,
@@ -92,9 +102,12 @@ class LocalSandboxProvider:
 
     name = "local"
 
-    def __init__(self, parent: str | Path | None = None, *, isolation: str = "auto") -> None:
+    def __init__(
+        self, parent: str | Path | None = None, *, isolation: str = "auto", max_file_mb: int | None = None
+    ) -> None:
         self.parent = Path(parent) if parent is not None else None
         self.bwrap = bubblewrap_for(isolation)
+        self.max_file_mb = max_file_mb
 
     async def create(self, files: Mapping[str, bytes]) -> LocalSandbox:
         return await run_sync(self._create, dict(files))
@@ -111,7 +124,7 @@ class LocalSandboxProvider:
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
             raise
-        return LocalSandbox(root, bwrap=self.bwrap)
+        return LocalSandbox(root, bwrap=self.bwrap, max_file_mb=self.max_file_mb)
 
 
 async def _exited(process: asyncio.subprocess.Process) -> None:

@@ -19,7 +19,8 @@ def sandbox_provider(name: str | SandboxProvider, settings: SandboxConfig | None
     if not isinstance(name, str):
         return name
     if name == "local":
-        return LocalSandboxProvider(isolation=(settings or SandboxConfig()).isolation)
+        chosen = settings or SandboxConfig()
+        return LocalSandboxProvider(isolation=chosen.isolation, max_file_mb=chosen.work_mb)
     if name == "docker":
         return _docker_provider(settings or SandboxConfig(provider="docker"))
     raise ValueError(f"unknown sandbox provider '{name}'; choose one of: {', '.join(PROVIDERS)}")

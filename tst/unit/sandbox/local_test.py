@@ -183,3 +183,25 @@ def test_run_after_teardown_raises(tmp_path: Path):
 
     with pytest.raises(RuntimeError, match="torn down"):
         in_sandbox(tmp_path, act)
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_file_past_work_mb_is_cut_there_with_the_writer_told_and_the_next_command_runs(
+    tmp_path: Path, isolation: str
+):
+    async def act(sandbox: LocalSandbox) -> tuple[CommandResult, CommandResult]:
+        capped = await run(sandbox, "head -c 3000000 /dev/zero > big; echo status=$?; wc -c < big")
+        return capped, await run(sandbox, "rm big; echo next")
+
+    async def main() -> tuple[CommandResult, CommandResult]:
+        sandbox = await LocalSandboxProvider(tmp_path, isolation=isolation, max_file_mb=1).create({})
+        try:
+            return await act(sandbox)
+        finally:
+            await sandbox.teardown()
+
+    capped, after = asyncio.run(main())
+
+    assert "File size limit exceeded" in capped.output
+    assert capped.output.endswith("status=153\n1048576\n")  # 128 + SIGXFSZ; the file stops at 1 MiB
+    assert after == CommandResult(0, "next\n")
