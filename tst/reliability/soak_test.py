@@ -28,7 +28,7 @@ import httpx
 import pytest
 
 from agent_env.openenv import AgentEnvAction
-from tst.unit._waiting import until
+from tst.unit._waiting import child_processes, until
 
 ROOT = Path(__file__).resolve().parents[2]
 AGENT_ENV = Path(sys.executable).parent / "agent-env"
@@ -64,19 +64,6 @@ class Served:
     def status(self) -> dict[str, Any]:
         answer: dict[str, Any] = httpx.get(f"{self.url}/yard/status", timeout=30).json()
         return answer
-
-    def processes(self) -> list[int]:
-        """Processes the server started (sandbox commands) still running."""
-        parent = str(self.process.pid)
-        found = []
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[1] == parent and fields[0] not in ("Z", "X"):
-                found.append(int(stat.parent.name))
-        return found
 
 
 @pytest.fixture
@@ -184,6 +171,8 @@ def test_256_sessions_playing_for_minutes_while_clients_drop_leak_nothing_and_ho
     assert tally.errors == []
     assert tally.drops > 0 and tally.episodes > 10 * SESSIONS
     assert settled, f"left on the server: {served.status()}"
-    assert until(lambda: list(served.sandboxes.iterdir()) == [] and served.processes() == [], 30)
+    assert until(
+        lambda: list(served.sandboxes.iterdir()) == [] and child_processes(served.process.pid) == set(), 30
+    )
     assert growth < MAX_GROWTH, f"server memory grew {growth:.1%} after warm-up: {tally.rss_mib}"
     assert served.process.poll() is None

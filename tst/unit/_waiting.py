@@ -13,9 +13,9 @@ WAIT_S = 5.0
 _POLL_S = 0.01
 
 
-def child_processes() -> set[int]:
-    """The live processes whose parent is this test process."""
-    me = str(os.getpid())
+def child_processes(parent: int | None = None) -> set[int]:
+    """The live processes whose parent is `parent` (by default, this test process)."""
+    me = str(parent if parent is not None else os.getpid())
     children = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError):

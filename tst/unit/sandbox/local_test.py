@@ -32,11 +32,13 @@ def in_sandbox(
     files: dict[str, bytes] | None = None,
     *,
     isolation: str = "auto",
+    max_file_mb: int | None = None,
 ) -> T:
     """Make a sandbox under `tmp_path`, run `act` on it, and always tear it down."""
 
     async def main() -> T:
-        sandbox = await LocalSandboxProvider(tmp_path, isolation=isolation).create(files or {})
+        provider = LocalSandboxProvider(tmp_path, isolation=isolation, max_file_mb=max_file_mb)
+        sandbox = await provider.create(files or {})
         try:
             return await act(sandbox)
         finally:
@@ -193,14 +195,7 @@ def test_a_file_past_work_mb_is_cut_there_with_the_writer_told_and_the_next_comm
         capped = await run(sandbox, "head -c 3000000 /dev/zero > big; echo status=$?; wc -c < big")
         return capped, await run(sandbox, "rm big; echo next")
 
-    async def main() -> tuple[CommandResult, CommandResult]:
-        sandbox = await LocalSandboxProvider(tmp_path, isolation=isolation, max_file_mb=1).create({})
-        try:
-            return await act(sandbox)
-        finally:
-            await sandbox.teardown()
-
-    capped, after = asyncio.run(main())
+    capped, after = in_sandbox(tmp_path, act, isolation=isolation, max_file_mb=1)
 
     assert "File size limit exceeded" in capped.output
     assert capped.output.endswith("status=153\n1048576\n")  # 128 + SIGXFSZ; the file stops at 1 MiB
