@@ -1,18 +1,41 @@
 # agentenv-framework: every command a developer or CI runs.
 PYTHON ?= python
 PYTEST := $(PYTHON) -m pytest
-# torch is the trainer's to pin, never the package's: the dev install takes the CPU build first, so
-# nothing later pulls a multi-GB CUDA build.
-TORCH ?= torch==2.13.0
-# TRL, like torch, is pinned here (the dev and test install), never in the package's extras.
-TRL ?= trl==1.16.*
-EXTRAS ?= dev,openenv,trl,docker
+# The dev/test install is locked: requirements/dev.lock pins, with their hashes, every distribution
+# `make install` brings, torch's CPU build and TRL included (requirements/pins.in: the trainer's pins,
+# never the package's extras, which stay ranges). `make lock` re-resolves it on purpose.
+LOCK := requirements/dev.lock
+PINS := requirements/pins.in
+EXTRAS := dev openenv trl docker
+# Where torch's CPU build is found: this machine's disk; elsewhere PyTorch's CPU index, as
+# TORCH_WHEELS=https://download.pytorch.org/whl/cpu/torch/ (pip and uv read either as --find-links).
+TORCH_WHEELS ?= /opt/wheels
+# `make lock` resolves the newest releases that fit; `make lock UPGRADE=` keeps the locked ones that still do.
+UPGRADE ?= --upgrade
 
-.PHONY: install test unit integration reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
+.PHONY: install lock notices test unit integration reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
 
+# Exactly the lock, every file checked against its hash, wheels only (no build runs with tools the
+# lock does not pin); then the package itself, built by the locked setuptools; then pip's own check.
 install:
-	$(PYTHON) -m pip install $(TORCH)
-	$(PYTHON) -m pip install -e '.[$(EXTRAS)]' '$(TRL)'
+	$(PYTHON) -m pip install --require-hashes --only-binary :all: --find-links $(TORCH_WHEELS) -r $(LOCK)
+	$(PYTHON) -m pip install --no-deps --no-build-isolation --editable .
+	$(PYTHON) -m pip check
+
+# Re-resolve the lock from pyproject.toml's extras and the pins, for CPython 3.11 on x86_64 Linux
+# whatever machine runs it; install it here; then regenerate the notices from what it installed.
+# Review both diffs (CONTRIBUTING.md). Needs uv, which the lock installs: `make install` first.
+lock:
+	$(PYTHON) -m uv pip compile --quiet pyproject.toml $(EXTRAS:%=--extra %) $(PINS) \
+		--python-version 3.11 --python-platform x86_64-manylinux_2_28 --only-binary :all: \
+		--find-links $(TORCH_WHEELS) --generate-hashes $(UPGRADE) --custom-compile-command "make lock" \
+		--output-file $(LOCK)
+	$(MAKE) install
+	$(MAKE) notices
+
+# THIRD_PARTY_NOTICES.md from the installed packages, which must be the locked ones (make lock runs it).
+notices:
+	$(PYTHON) -m tools.notices --output THIRD_PARTY_NOTICES.md
 
 # The unit tier, then the integration tier (its tests skip, with their declared reason, without a
 # Docker engine). pytest's exit 5 ("no tests ran") fails the target with a message.

@@ -1,14 +1,21 @@
-"""THIRD_PARTY_NOTICES.md, generated from the installed packages' metadata.
+"""THIRD_PARTY_NOTICES.md, generated from the locked packages' metadata, as `make install` installed them.
 
 Installing agentenv-framework (its base, or an extra other than `dev`) brings a whole closure of
 distributions, each under its own license. The notices list every one of them, so the list is computed
-from what pip installed rather than kept by hand: a dependency that starts requiring something new shows up
-at the next run, and the diff is what gets reviewed.
+from what is installed, which must be exactly the lock (requirements/dev.lock), rather than kept by hand:
+a dependency that starts requiring something new shows up when the lock is next made, and the diff is
+what gets reviewed. `make lock` regenerates them with the lock.
 
-    python -m tools.notices > THIRD_PARTY_NOTICES.md    # regenerate, then review the diff by hand
-    python -m tools.notices --check                     # exit 1, naming what differs, when it is stale
+    python -m tools.notices --output THIRD_PARTY_NOTICES.md   # `make notices`; then review the diff
+    python -m tools.notices --check                           # exit 1, naming what differs, when stale
 
-Either exits 2 when the metadata needs a hand review, naming what to add to OVERRIDES or TEXT_SOURCES.
+Each exits 2, writing nothing, when the installed packages are not the locked ones (naming them), or
+when the metadata needs a hand review (naming what to add to OVERRIDES or TEXT_SOURCES).
+
+pip-licenses was weighed for the reading of each distribution and left out: it gives a license as the
+metadata spells it ('BSD License', a classifier, rather than SPDX), reads only the first license file
+where several are shipped (cryptography's LICENSE.APACHE and LICENSE.BSD), and names authors, not
+copyright holders; what is left once those are done here is the metadata's own two fields.
 """
 
 from __future__ import annotations
@@ -58,9 +65,11 @@ def stale(committed: str, generated: str, name: str) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print the notices, or with --check compare them with the committed file."""
+    """Print or write the notices, or with --check compare them with the committed file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--check", action="store_true", help="exit 1, naming what differs, if FILE is stale")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="exit 1, naming what differs, if FILE is stale")
+    mode.add_argument("--output", type=Path, help="write the notices to this file, once they are complete")
     parser.add_argument(
         "--file", type=Path, default=NOTICES, help="the notices --check compares (%(default)s)"
     )
@@ -70,15 +79,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NoticesError as error:
         print(f"notices: {error}", file=sys.stderr)
         return 2
-    if not args.check:
+    if args.check:
+        committed = args.file.read_text(encoding="utf-8") if args.file.exists() else ""
+        problem = stale(committed, generated, args.file.name)
+        if problem:
+            print(problem, file=sys.stderr)
+            return 1
+    elif args.output is not None:
+        args.output.write_text(generated, encoding="utf-8")
+    else:
         # UTF-8 whatever the locale: holders' names are not ASCII.
         sys.stdout.buffer.write(generated.encode("utf-8"))
-        return 0
-    committed = args.file.read_text(encoding="utf-8") if args.file.exists() else ""
-    problem = stale(committed, generated, args.file.name)
-    if problem:
-        print(problem, file=sys.stderr)
-        return 1
     return 0
 
 

@@ -1,4 +1,4 @@
-"""What each install brings: the closure of distributions of the base and of each extra."""
+"""What each install brings: the closure of distributions of the base and of each extra, as locked."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 
-ROOT = Path(__file__).resolve().parents[2]
+from tools.lockfile import LOCK, ROOT, locked
+
 PYPROJECT = ROOT / "pyproject.toml"
 NOTICES = ROOT / "THIRD_PARTY_NOTICES.md"
 SELF = canonicalize_name("agentenv-framework")
@@ -19,7 +20,7 @@ CORE = "core"
 UNLISTED_EXTRAS = frozenset({"dev"})
 # Installed by the trainer, not by any extra; the preface says so while neither shows up in a closure.
 TRAINERS_OWN = ("trl", "torch")
-REGENERATE = "python -m tools.notices > THIRD_PARTY_NOTICES.md"
+REGENERATE = "make notices"
 
 Distribution = importlib.metadata.Distribution
 
@@ -97,7 +98,32 @@ def closure(
     return found
 
 
-def closures(pyproject: Path = PYPROJECT) -> dict[str, dict[str, Distribution]]:
-    """For each install (`core`, then each extra), every distribution it brings, the base's included."""
+def closures(pyproject: Path = PYPROJECT, lock: Path = LOCK) -> dict[str, dict[str, Distribution]]:
+    """For each install (`core`, then each extra), every distribution it brings, the base's included.
+
+    The distributions are the installed ones, which must be the locked ones: the notices describe the
+    lock, the same set on every machine that installs it.
+    """
     areas = declared(pyproject)
-    return {area: closure(install_requirements(area, areas)) for area in areas}
+    found = {area: closure(install_requirements(area, areas)) for area in areas}
+    require_locked({name: dist for dists in found.values() for name, dist in dists.items()}, lock)
+    return found
+
+
+def require_locked(dists: Mapping[str, Distribution], lock: Path = LOCK) -> None:
+    """Fail naming every distribution installed at another version than the lock's, or not locked."""
+    pins = locked(lock)
+    astray = [
+        f"{name} {dist.version} ({_pinned(pins.get(canonicalize_name(name)))})"
+        for name, dist in sorted(dists.items())
+        if pins.get(canonicalize_name(name)) != dist.version
+    ]
+    if astray:
+        raise NoticesError(
+            f"the installed packages are not the locked set ({lock.name}): {', '.join(astray)}; "
+            "run `make install`, or `make lock` after changing pyproject.toml"
+        )
+
+
+def _pinned(version: str | None) -> str:
+    return f"locked: {version}" if version else "not locked"

@@ -27,8 +27,8 @@ class Override:
 
 
 # Reviewed by hand against each distribution's installed license file and metadata (versions as of the last
-# review: groovy 0.1.2, jinja2 3.1.6, lazy-importer 0.1.0, pyperclip 1.11.0, python-dateutil 2.9.0.post0,
-# safehttpx 0.1.7, semantic-version 2.10.0, tqdm 4.70.1, typing-extensions 4.16.0). A `note` is printed
+# review: groovy 0.1.2, jinja2 3.1.6, lazy-importer 0.1.0, orjson 3.13.0, pyperclip 1.11.0, python-dateutil
+# 4.0.0, safehttpx 0.1.7, semantic-version 2.10.0, tqdm 4.70.1, typing-extensions 4.16.0). A `note` is printed
 # under the table, for a reader to see what was decided.
 _SHIPS_APACHE = (
     "its metadata says MIT (a classifier), but the only license text it ships is Apache-2.0's (unfilled); "
@@ -46,13 +46,18 @@ OVERRIDES: dict[str, Override] = {
         holder="Paul Ganssle and contributors (the upstream repository's; the package names no holder)",
         source="https://github.com/pganssle/lazy_importer",
     ),
+    "orjson": Override(
+        "3.13 names no author and its three license files (Apache-2.0, MIT, MPL-2.0) no holder; the "
+        "package is ijl's, as its source URL and its earlier releases' author field say",
+        holder="ijl <ijl@mailbox.org> and the orjson contributors (the package itself names no holder)",
+    ),
     "pyperclip": Override(
         "License says 'BSD'; LICENSE.txt has the three clauses ('Neither the name of ...')",
         license="BSD-3-Clause",
     ),
     "python-dateutil": Override(
-        "License says 'Dual License'; LICENSE: contributions since 2017-12-01 are Apache-2.0, "
-        "and the BSD-3-Clause text applies to all code",
+        "2.9 said 'Dual License' and 4.0 says BSD-3-Clause, but LICENSE is the same in both: contributions "
+        "since 2017-12-01 are Apache-2.0, and the BSD-3-Clause text applies to all code",
         license="Apache-2.0 AND BSD-3-Clause",
     ),
     "safehttpx": Override(_SHIPS_APACHE, license="Apache-2.0", note=_SHIPS_APACHE),

@@ -1,15 +1,16 @@
-"""THIRD_PARTY_NOTICES.md lists every distribution each install brings, and each license link lands on a text.
+"""THIRD_PARTY_NOTICES.md lists every distribution each install brings, at the version the lock pins,
+and each license link lands on a text.
 
-What each install brings is recomputed here from the installed metadata (`tools.notices.closures`), and
-the test compares names, not versions. CI installs the same requirement ranges afresh, so a dependency
-floating to a new release changes a version without changing what there is to review, and a test that
-compared versions would fail on every release upstream. A new package is different: it brings a license
-nobody has reviewed yet, so it fails here until the notices are regenerated and reviewed. Versions, and
-every other byte, are for `python -m tools.notices --check`, whose behaviour on a stale file is tested here.
+What each install brings is recomputed here from the installed metadata (`tools.notices.closures`),
+which must be the locked set (requirements/dev.lock): `make install` installs exactly the lock on every
+machine, so names and versions both hold wherever the tests run, and a release upstream changes nothing
+until `make lock` takes it (and regenerates the notices with it). Every other byte is for
+`python -m tools.notices --check`, whose behaviour on a stale file is tested here.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import notices
+from tools import lockfile, notices
 
 NOTICES = notices.NOTICES
 ANCHOR = re.compile(r'^<a id="(license-\d+)"></a>$', re.MULTILINE)
@@ -25,8 +26,8 @@ LINK = re.compile(r"\]\(#(license-\d+)\)")
 
 
 @pytest.fixture(scope="module")
-def closures() -> dict[str, set[str]]:
-    return {area: set(dists) for area, dists in notices.closures().items()}
+def closures() -> dict[str, dict[str, str]]:
+    return {area: {n: d.version for n, d in dists.items()} for area, dists in notices.closures().items()}
 
 
 @pytest.fixture(scope="module")
@@ -59,16 +60,37 @@ def license_sections(text: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("area", list(notices.declared()))
-def test_every_distribution_an_install_brings_is_listed_in_the_notices(area, closures, committed):
+def test_every_distribution_an_install_brings_is_listed_at_its_locked_version(area, closures, committed):
     listed = notices.listed_versions(committed)
+    locked = lockfile.locked()
 
-    assert sorted(closures[area] - listed.keys()) == [], f"regenerate: {notices.REGENERATE}"
+    assert {n: listed.get(n) for n in closures[area]} == {n: locked[n] for n in closures[area]}, (
+        f"regenerate: {notices.REGENERATE}"
+    )
 
 
 def test_the_notices_list_no_distribution_that_no_install_brings(closures, committed):
     brought = set().union(*closures.values())
 
     assert sorted(notices.listed_versions(committed).keys() - brought) == []
+
+
+def test_the_notices_refuse_installed_packages_that_are_not_the_locked_ones(tmp_path: Path):
+    pydantic, parser = importlib.metadata.version("pydantic"), importlib.metadata.version("docstring-parser")
+    lock = tmp_path / "dev.lock"
+    lock.write_text(
+        lockfile.LOCK.read_text(encoding="utf-8")
+        .replace(f"\npydantic=={pydantic} ", "\npydantic==0.0.1 ")
+        .replace(f"\ndocstring-parser=={parser} ", "\nnot-docstring-parser==1.0 "),
+        encoding="utf-8",
+    )
+
+    with pytest.raises(notices.NoticesError) as refused:
+        notices.closures(lock=lock)
+
+    assert f"pydantic {pydantic} (locked: 0.0.1)" in str(refused.value)
+    assert f"docstring-parser {parser} (not locked)" in str(refused.value)
+    assert "run `make install`" in str(refused.value)
 
 
 def test_the_notices_list_neither_the_package_itself_nor_trl_nor_torch(committed):

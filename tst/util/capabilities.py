@@ -65,7 +65,7 @@ CAPABILITIES = {
         ),
         Capability(
             "trl_installed",
-            "pip install torch==2.13.0 'trl==1.16.*' aiohttp (make install does); run make trl-test",
+            "make install (the lock pins torch's CPU build, TRL 1.16 and aiohttp); run make trl-test",
             _trl_installed,
         ),
         Capability("openenv_installed", "pip install -e '.[openenv]'", _openenv_installed),
