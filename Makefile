@@ -13,7 +13,7 @@ TORCH_WHEELS ?= /opt/wheels
 # `make lock` resolves the newest releases that fit; `make lock UPGRADE=` keeps the locked ones that still do.
 UPGRADE ?= --upgrade
 
-.PHONY: install lock notices test unit integration reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
+.PHONY: install lock notices test unit integration dist-test reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
 
 # Exactly the lock, every file checked against its hash, wheels only (no build runs with tools the
 # lock does not pin); then the package itself, built by the locked setuptools; then pip's own check.
@@ -37,16 +37,20 @@ lock:
 notices:
 	$(PYTHON) -m tools.notices --output THIRD_PARTY_NOTICES.md
 
-# The unit tier, then the integration tier (its tests skip, with their declared reason, without a
-# Docker engine). pytest's exit 5 ("no tests ran") fails the target with a message.
+# The unit tier, the integration tier (its tests skip, with their declared reason, without a Docker
+# engine), then the distribution tier (the wheel and sdist built, the wheel installed into a clean
+# virtualenv from the package index). pytest's exit 5 ("no tests ran") fails the target with a message.
 test:
-	@bash tst/util/run-tier.sh test tst/unit tst/integration
+	@bash tst/util/run-tier.sh test tst/unit tst/integration tst/dist
 
 unit:
 	@bash tst/util/run-tier.sh unit tst/unit
 
 integration:
 	@bash tst/util/run-tier.sh integration tst/integration
+
+dist-test:
+	@bash tst/util/run-tier.sh dist tst/dist
 
 trl-test:
 	@bash tst/util/run-tier.sh trl tst/trl

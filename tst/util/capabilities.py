@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -47,6 +48,16 @@ def _trl_installed() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in needed)
 
 
+def _package_index() -> bool:
+    """pip's package index answers (PIP_INDEX_URL, else PyPI): a test that installs from it needs that."""
+    index = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple/").rstrip("/")
+    try:
+        with urllib.request.urlopen(f"{index}/pip/", timeout=10) as answer:
+            return bool(answer.status == 200)
+    except OSError:
+        return False
+
+
 def _bubblewrap() -> bool:
     from agent_env.sandbox.bubblewrap import bubblewrap_for
 
@@ -70,6 +81,7 @@ CAPABILITIES = {
         ),
         Capability("openenv_installed", "pip install -e '.[openenv]'", _openenv_installed),
         Capability("bubblewrap", "apt-get install bubblewrap (where namespaces are allowed)", _bubblewrap),
+        Capability("package_index", "reach pip's package index (PIP_INDEX_URL, else PyPI)", _package_index),
     )
 }
 
