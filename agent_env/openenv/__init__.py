@@ -12,6 +12,8 @@ require_openenv()
 
 from agent_env.openenv.app import (  # noqa: E402
     DEFAULT_MAX_CONCURRENT_ENVS,
+    NOT_SERVED_ROUTES,
+    SERVED_ROUTES,
     ServerStatus,
     build_app,
     env_name_for,
@@ -21,6 +23,7 @@ from agent_env.openenv.auth import TOKEN_VARIABLE, RequireToken, resolve_token  
 from agent_env.openenv.background import BackgroundServer  # noqa: E402
 from agent_env.openenv.environment import AgentEnvEnvironment  # noqa: E402
 from agent_env.openenv.serve import serve  # noqa: E402
+from agent_env.openenv.sessions import SessionCounts  # noqa: E402
 from agent_env.openenv.wire import (  # noqa: E402
     DEADLINE_KEY,
     ERROR_CODES,
@@ -34,6 +37,8 @@ __all__ = [
     "DEADLINE_KEY",
     "DEFAULT_MAX_CONCURRENT_ENVS",
     "ERROR_CODES",
+    "NOT_SERVED_ROUTES",
+    "SERVED_ROUTES",
     "TOKEN_VARIABLE",
     "AgentEnvAction",
     "AgentEnvEnvironment",
@@ -43,6 +48,7 @@ __all__ = [
     "CallError",
     "RequireToken",
     "ServerStatus",
+    "SessionCounts",
     "build_app",
     "env_name_for",
     "resolve_max_concurrent_envs",

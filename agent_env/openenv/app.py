@@ -1,27 +1,34 @@
 """The ASGI app that serves a bundle: `build_app(bundle)`, made by `_app(served)` alone.
 
 `_app` is the one place the app is put together, so tests that serve hand-built tasks (the fake
-steps of `agent_env.testing`) run exactly the server a bundle gets. The app is OpenEnv's own, from
-`create_app`, in OpenEnv's production mode: episodes live in WebSocket sessions, so the stateless
-HTTP `/reset` and `/step` (which would deploy an episode per request) are not served.
+steps of `agent_env.testing`) run exactly the server a bundle gets. The app is a FastAPI app of our
+own with OpenEnv's `HTTPEnvServer` routes registered on it in production mode (not `create_app`,
+which turns into a Gradio app when `ENABLE_WEB_INTERFACE` is set), so it holds the server and can
+count its sessions. It serves exactly `SERVED_ROUTES`; `NOT_SERVED_ROUTES` says why each other
+route OpenEnv has is not served. A session exists only while a client's WebSocket on `/ws` holds
+it: no route lets anyone create one that outlives its connection.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from functools import partial
 from pathlib import Path
 
 from fastapi import FastAPI, HTTPException, status
-from openenv.core.env_server import create_app
-from pydantic import BaseModel
+from fastapi.routing import APIWebSocketRoute
+from pydantic import BaseModel, Field
+from starlette.routing import BaseRoute, WebSocketRoute
 
+import agent_env
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.openenv.auth import RequireToken, resolve_token
 from agent_env.openenv.context import ServerContext
 from agent_env.openenv.disconnects import WatchDisconnects
 from agent_env.openenv.environment import AgentEnvEnvironment
+from agent_env.openenv.sessions import SessionCounts, SessionServer, own_sessions_only
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, AgentEnvState
 from agent_env.sandbox.base import SandboxProvider
 from agent_env.served import Served, serve_bundle
@@ -31,15 +38,54 @@ DEFAULT_MAX_CONCURRENT_ENVS = 64
 
 CAPACITY_VARIABLE = "MAX_CONCURRENT_ENVS"
 
+SERVED_ROUTES: dict[str, str] = {
+    "WEBSOCKET /ws": "sessions: one per connection, held only while it lasts; episodes are played here",
+    "GET /health": "whether the server runs",
+    "GET /metadata": "the bundle's name, description and version",
+    "GET /schema": "the JSON Schemas of the action, the observation and the state",
+    "GET /list_environments": "the Task API: the one environment served",
+    "GET /{env_name}/splits": "the Task API: the splits",
+    "POST /{env_name}/tasks": "the Task API: a split's task specs",
+    "POST /{env_name}/num_tasks": "the Task API: how many tasks a split has",
+    "POST /{env_name}/task": "the Task API: one task spec",
+    "POST /{env_name}/task_range": "the Task API: a range of task specs",
+    "GET /{env_name}/status": "what the server holds now: connections, episodes, sessions by kind",
+    "GET /openapi.json": "the HTTP routes' OpenAPI schema",
+    "GET /docs": "the schema's pages (Swagger UI)",
+    "GET /docs/oauth2-redirect": "part of the Swagger UI",
+    "GET /redoc": "the schema's pages (ReDoc)",
+}
+"""Every route the app serves, as `METHOD /path` (`WEBSOCKET` for a WebSocket), and what it is for."""
+
+NOT_SERVED_ROUTES: dict[str, str] = {
+    "POST /mcp": "its openenv/session/create let anyone make a session that holds capacity until "
+    "closed (OpenEnv's idle reaper is off), which filled the server for good; and AgentEnvEnvironment "
+    "is not an MCP environment, so tools/list and tools/call only answer that it does not support MCP",
+    "WEBSOCKET /mcp": "a session per connection, held while connected, that can only answer that MCP "
+    "is not supported",
+    "WEBSOCKET /harness": "registered only for OpenEnv's HarnessEnvironment, which this is not",
+    "POST /reset": "simulation mode only: a stateless reset would deploy an episode per request",
+    "POST /step": "simulation mode only: an episode lives in a WebSocket session",
+    "GET /state": "simulation mode only: a session's state is the `state` message on /ws",
+}
+"""Every other route OpenEnv 0.10 registers (in production or simulation mode), and why it is not served.
+
+`/ws?session_id=<id>`, which attaches a connection to an existing session, is refused with an error
+frame (`sessions.own_sessions_only`): with no HTTP sessions it could only attach to another client's.
+"""
+
+log = logging.getLogger("agent_env.openenv")
+
 
 class ServerStatus(BaseModel):
     """`GET /{env_name}/status`: what the server holds now."""
 
     env_name: str
-    connections: int
+    connections: int = Field(description="WebSocket connections open now.")
     live_episodes: int
     tearing_down: int
     max_concurrent_envs: int
+    sessions: SessionCounts = Field(description="The sessions that hold capacity, by kind.")
     shutting_down: bool
 
 
@@ -83,16 +129,26 @@ def _app(
         description,
         max_concurrent_envs=resolve_max_concurrent_envs(max_concurrent_envs),
     )
-    app: FastAPI = create_app(
+    app = FastAPI(
+        title=context.name,
+        description=(f"{description}\n\n" if description else "")
+        + f"Tasks served by agent_env: the Task API lists them (`/{context.name}/...`); episodes are "
+        "played in sessions over the WebSocket `/ws`, one per connection.",
+        version=agent_env.__version__,
+    )
+    server = SessionServer(
         partial(AgentEnvEnvironment, context),
         AgentEnvAction,
         AgentEnvObservation,
         env_name=context.name,
         max_concurrent_envs=context.max_concurrent_envs,
         state_cls=AgentEnvState,
-        mode="production",
+        links=context.links,
     )
+    server.register_routes(app, mode="production")
+    _refuse_attaching(app)
     app.state.agent_env = context
+    app.state.openenv_server = server
     app.router.on_shutdown.append(context.shut_down)
     app.add_middleware(WatchDisconnects, links=context.links)
     if required_token is not None:
@@ -109,10 +165,52 @@ def _app(
             live_episodes=context.tracker.live,
             tearing_down=context.tracker.tearing_down,
             max_concurrent_envs=context.max_concurrent_envs,
+            sessions=server.counts(),
             shutting_down=context.tracker.closing,
         )
 
+    _serve_only_listed(app)
     return app
+
+
+def _refuse_attaching(app: FastAPI) -> None:
+    """Put OpenEnv's `/ws` handler behind `own_sessions_only`."""
+    for index, route in enumerate(app.router.routes):
+        if isinstance(route, APIWebSocketRoute) and route.path == "/ws":
+            app.router.routes[index] = APIWebSocketRoute(
+                route.path,
+                own_sessions_only(route.endpoint),
+                name=route.name,
+                dependency_overrides_provider=app,
+            )
+            return
+    raise RuntimeError("OpenEnv registered no /ws route: this OpenEnv is not the 0.10 agent_env serves on")
+
+
+def _serve_only_listed(app: FastAPI) -> None:
+    """Drop every route `SERVED_ROUTES` lacks, warning of any that `NOT_SERVED_ROUTES` does not explain
+    (a route a newer OpenEnv adds is not served until someone reviews it)."""
+    kept = []
+    for route in app.router.routes:
+        keys = _route_keys(route)
+        if keys <= SERVED_ROUTES.keys():
+            kept.append(route)
+        elif unreviewed := sorted(keys - SERVED_ROUTES.keys() - NOT_SERVED_ROUTES.keys()):
+            log.warning(
+                "not serving %s: OpenEnv registers it and nobody has reviewed it (SERVED_ROUTES in %s)",
+                ", ".join(unreviewed),
+                __name__,
+            )
+    app.router.routes[:] = kept
+
+
+def _route_keys(route: BaseRoute) -> set[str]:
+    """A route as `SERVED_ROUTES` names it: `METHOD /path` for each method (HEAD aside), `WEBSOCKET /path`."""
+    path = getattr(route, "path", repr(route))
+    if isinstance(route, WebSocketRoute):
+        return {f"WEBSOCKET {path}"}
+    methods = getattr(route, "methods", None) or {"MOUNT"}
+    return {f"{method} {path}" for method in methods if method != "HEAD"}
 
 
 def resolve_max_concurrent_envs(max_concurrent_envs: int | None = None) -> int:

@@ -16,11 +16,13 @@ _T = TypeVar("_T")
 
 
 class ClientLink:
-    """One WebSocket connection, as its calls see it: whether the client is still there."""
+    """One WebSocket connection, as its calls see it: whether the client is still there, and whether
+    it holds one of the server's sessions (set by `SessionServer` when its handler makes one)."""
 
     def __init__(self) -> None:
         self.gone = False
         self.reason = "CLIENT_GONE"
+        self.holds_session = False
         self._deadlines: set[asyncio.Timeout] = set()
 
     def lost(self, reason: str = "CLIENT_GONE") -> None:

@@ -5,6 +5,9 @@ that is JSON and not an object (`[1]`, `"x"`, `null`), one nested deeper than Py
 goes, or a binary frame, raises inside it: it answers `SESSION_ERROR` and closes the session, with
 its episode. Such a frame is replaced where it stands (so answers keep their order) by an object
 whose unknown `type` says what was wrong; the handler answers that with `UNKNOWN_TYPE` and goes on.
+
+So is an `mcp` frame: OpenEnv's MCP bridge over `/ws` can do nothing for an environment that is not
+an MCP one but tell a client its session's id and close sessions by id, other connections' included.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ def screened(message: Message) -> Message:
     text = message.get("text")
     if text is None:
         return _refused("binary frames are not accepted: send each message as JSON text")
-    if len(text) < _SURELY_SHALLOW and text.lstrip().startswith("{"):
+    if len(text) < _SURELY_SHALLOW and text.lstrip().startswith("{") and not _may_name_mcp(text):
         return message
     try:
         value = json.loads(text)
@@ -33,10 +36,17 @@ def screened(message: Message) -> Message:
     except ValueError:
         return message  # not JSON at all: OpenEnv answers INVALID_JSON itself
     if isinstance(value, dict):
+        if value.get("type") == "mcp":
+            return _refused("MCP messages are not served: call the tools with step actions")
         return message
     return _refused(
         f'a frame must be a JSON object such as {{"type": "step", "data": {{...}}}}, not {_kind(value)}'
     )
+
+
+def _may_name_mcp(text: str) -> bool:
+    """Whether a frame may have the type `mcp`: it says so, or escapes characters (as `\\u006dcp` would)."""
+    return "mcp" in text or "\\" in text
 
 
 def _refused(why: str) -> Message:

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from openenv import GenericEnvClient
 
 from agent_env.openenv.auth import TOKEN_VARIABLE, bearer
+from agent_env.openenv.sessions import held_without_client
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
 from agent_env.training.trl.errors import ServerAtCapacityError, ServerUnavailableError
 
@@ -109,12 +110,7 @@ class Session:
         except ServerRefusedError as refused:
             self.close()
             if refused.code == "CAPACITY_REACHED":
-                raise ServerAtCapacityError(
-                    f"the server at {self.url} is at its session limit ({refused.message}). Each rollout "
-                    "in flight holds one session: raise the limit to at least the rollouts a generation "
-                    "batch plays at once, with MAX_CONCURRENT_ENVS=N (or --max-concurrent-envs N) for "
-                    "`agent-env serve`, or AgentEnv.local(..., max_concurrent_envs=N)"
-                ) from None
+                raise ServerAtCapacityError(_at_capacity(self.url, refused.message)) from None
             raise ServerUnavailableError(
                 f"the server at {self.url} refused a session: {refused.code}: {refused.message}"
             ) from None
@@ -187,6 +183,25 @@ class ServerRefusedError(Exception):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+
+
+def _at_capacity(url: str, message: str) -> str:
+    """What to do about a server at its session limit: raise the limit, unless sessions outlived their
+    clients (the server's message says how many), which only a restart frees."""
+    full = f"the server at {url} is at its session limit ({message})."
+    if stranded := held_without_client(message):
+        one = stranded == 1
+        return (
+            f"{full} {stranded} of its sessions {'is' if one else 'are'} held with no client connected, "
+            f"which no client can free: restarting the server frees {'it' if one else 'them'}. That is a "
+            "bug of agent_env's server: please report it, with what the server's GET /<bundle>/status "
+            "answers"
+        )
+    return (
+        f"{full} Each rollout in flight holds one session: raise the limit to at least the rollouts a "
+        "generation batch plays at once, with MAX_CONCURRENT_ENVS=N (or --max-concurrent-envs N) for "
+        "`agent-env serve`, or AgentEnv.local(..., max_concurrent_envs=N)"
+    )
 
 
 def close_sessions(sessions: Sequence[Session]) -> None:

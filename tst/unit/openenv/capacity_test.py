@@ -16,9 +16,11 @@ from agent_env.openenv import (
     build_app,
     resolve_max_concurrent_envs,
 )
-from agent_env.testing import FakeTask
+from agent_env.openenv.app import _app
+from agent_env.testing import FakeTask, fake_served
 from tst.unit._waiting import WAIT_S, until
 from tst.unit.openenv._harbor import HARBOR
+from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
 from tst.unit.openenv._tools import add_crate
 from tst.unit.openenv.conftest import Connect, Serve
 
@@ -53,13 +55,34 @@ def test_at_capacity_a_second_session_is_refused_with_capacity_reached_while_the
         second.reset(split="train", index=0)
     played = first.step(AgentEnvAction.call_tool("add_crate", {"crate": "C1", "bay": 2}).wire())
 
-    assert "Server at capacity: 1/1 sessions active" in str(refused.value)
-    assert "(code: CAPACITY_REACHED)" in str(refused.value)
+    assert str(refused.value) == (
+        "Server error: Server at capacity: 1/1 sessions held (1 by WebSocket clients on /ws, 0 without a "
+        "client). Cannot accept new connections. (code: CAPACITY_REACHED)"
+    )
     assert played.observation["error"] is None
     assert played.observation["result"] == "stored dry crate C1 in bay 2"
     assert len(task.episodes) == 1 and task.episodes[0].calls == [("add_crate", {"crate": "C1", "bay": 2})]
     assert connections_become(server, 1)
     assert status(server)["live_episodes"] == 1
+
+
+def test_at_capacity_with_a_session_held_without_a_client_the_refusal_says_how_many_of_each_kind(
+    serve: Serve, connect: Connect
+) -> None:
+    task = FakeTask("crates", tools=[add_crate])
+    server = serve(with_a_session_leak(_app(fake_served({"train": [task]}), max_concurrent_envs=2)))
+    leak_a_session(server)
+    connect(server.url, message_timeout_s=CLIENT_TIMEOUT_S).reset(split="train", index=0)
+
+    with pytest.raises(RuntimeError) as refused:
+        connect(server.url, message_timeout_s=CLIENT_TIMEOUT_S).reset(split="train", index=0)
+
+    assert str(refused.value) == (
+        "Server error: Server at capacity: 2/2 sessions held (1 by WebSocket clients on /ws, 1 without a "
+        "client). Cannot accept new connections. (code: CAPACITY_REACHED)"
+    )
+    assert status(server)["sessions"] == {"held": 2, "websocket": 1, "without_client": 1}
+    assert len(task.episodes) == 1
 
 
 def test_at_capacity_the_task_api_still_answers(serve: Serve, connect: Connect) -> None:
@@ -114,7 +137,9 @@ def test_the_max_concurrent_envs_variable_sets_how_many_sessions_the_server_hold
 
     assert status(server)["max_concurrent_envs"] == 2
     assert [answer.observation["error"] for answer in opened] == [None, None]
-    assert "Server at capacity: 2/2 sessions active" in str(refused.value)
+    assert "Server at capacity: 2/2 sessions held (2 by WebSocket clients on /ws, 0 without" in str(
+        refused.value
+    )
     assert "CAPACITY_REACHED" in str(refused.value)
 
 

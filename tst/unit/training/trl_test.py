@@ -31,6 +31,7 @@ from agent_env.training.trl import (
     UnsupportedToolError,
 )
 from tst.unit._waiting import until
+from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
 from tst.unit.openenv._tools import add_crate, jam_crane, list_crates
 from tst.unit.training.conftest import Open, RecordFrames, trl_tools
 
@@ -344,6 +345,31 @@ def test_a_server_at_its_session_limit_fails_the_reset_naming_how_to_raise_it(
 
     assert "MAX_CONCURRENT_ENVS" in str(refused.value)
     assert "max_concurrent_envs=" in str(refused.value)
+    assert "(1 by WebSocket clients on /ws, 0 without a client)" in str(refused.value)
+    assert "restart" not in str(refused.value)
+    first.add_crate(crate="C1", bay=2)
+    assert first.get_reward() == 1.0
+
+
+def test_a_server_full_of_sessions_no_client_holds_fails_the_reset_saying_a_restart_frees_them(
+    serve: Serve, open_env: Open
+) -> None:
+    server = serve(with_a_session_leak(_app(fake_served({"train": [dock_task()]}), max_concurrent_envs=2)))
+    env = open_env(server.url)
+    first, second = env.factory(), env.factory()
+    leak_a_session(server)
+    first.reset(**row_of(env, 0))
+
+    with pytest.raises(ServerAtCapacityError) as refused:
+        second.reset(**row_of(env, 0))
+
+    assert str(refused.value) == (
+        f"the server at {server.url} is at its session limit (Server at capacity: 2/2 sessions held (1 by "
+        "WebSocket clients on /ws, 1 without a client). Cannot accept new connections.). 1 of its sessions "
+        "is held with no client connected, which no client can free: restarting the server frees it. "
+        "That is a bug of agent_env's server: please report it, with what the server's GET /<bundle>/status "
+        "answers"
+    )
     first.add_crate(crate="C1", bay=2)
     assert first.get_reward() == 1.0
 

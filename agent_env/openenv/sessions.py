@@ -1,0 +1,126 @@
+"""Sessions that hold the server's capacity: each held by a client connected to `/ws` now.
+
+OpenEnv counts a session against `max_concurrent_envs` from the moment it is made until it is
+destroyed; its `/ws` handler destroys its session when the connection ends. Sessions made any other
+way (HTTP `/mcp`'s `openenv/session/create`, which this server does not serve) stayed until a close
+that might never come, and filled the server for good. `SessionServer` is OpenEnv's `HTTPEnvServer`
+with `_create_session` alone overridden: a WebSocket handler that asks for a session marks its
+connection's `ClientLink`, so `/status` and the capacity refusal can say how many sessions connected
+clients hold and how many are held without one (which should always be none). `own_sessions_only`
+keeps a session to the connection that opened it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import WebSocket, WebSocketDisconnect
+from openenv.core.env_server import HTTPEnvServer
+from openenv.core.env_server.exceptions import SessionCapacityError
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_env.openenv.calls import CURRENT_LINK, ClientLink
+
+WebSocketEndpoint = Callable[[WebSocket], Awaitable[None]]
+
+ATTACH_REFUSED = (
+    "this server does not attach a connection to an existing session (the `session_id` query "
+    "parameter): a session lives only as long as the /ws connection that opened it. Connect to /ws "
+    "without `session_id` to open a session of your own"
+)
+"""The message of the error frame a `/ws?session_id=...` connection gets before it is closed."""
+
+_POLICY_VIOLATION = 1008
+_WITHOUT_CLIENT = re.compile(
+    r"sessions held \(\d+ by WebSocket clients on /ws, (?P<count>\d+) without a client\)"
+)
+
+
+class SessionCounts(BaseModel):
+    """The sessions that hold capacity now, by kind."""
+
+    model_config = ConfigDict(frozen=True)
+
+    held: int = Field(description="Sessions OpenEnv holds: what max_concurrent_envs is checked against.")
+    websocket: int = Field(description="Held by a client connected to /ws now.")
+    without_client: int = Field(
+        description="Held with no client connected: always 0, unless a session outlived its client."
+    )
+
+
+class SessionServer(HTTPEnvServer):
+    """OpenEnv's server, knowing which of its sessions a connected WebSocket client holds.
+
+    `links` is the server's set of open connections (`WatchDisconnects` keeps it).
+    """
+
+    def __init__(self, *args: Any, links: set[ClientLink], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._links = links
+
+    def counts(self) -> SessionCounts:
+        """The sessions held now, by kind; on the server's event loop."""
+        held: int = self.active_sessions
+        websocket = min(held, sum(1 for link in self._links if link.holds_session))
+        return SessionCounts(held=held, websocket=websocket, without_client=held - websocket)
+
+    async def _create_session(self) -> tuple[str, Environment]:
+        # The link is marked before OpenEnv takes the slot, so a session being made for a client
+        # never shows as held without one; `counts` bounds the marked links by what is held.
+        link = CURRENT_LINK.get()
+        if link is not None:
+            link.holds_session = True
+        try:
+            made: tuple[str, Environment] = await super()._create_session()
+        except SessionCapacityError as full:
+            if link is not None:
+                link.holds_session = False
+            counts = self.counts()
+            raise SessionCapacityError(
+                counts.held, full.max_sessions, capacity_message(counts, full.max_sessions)
+            ) from None
+        except BaseException:
+            if link is not None:
+                link.holds_session = False
+            raise
+        return made
+
+
+def capacity_message(counts: SessionCounts, max_sessions: int) -> str:
+    """What a client refused for capacity is told: how many sessions are held, and of what kind."""
+    return (
+        f"Server at capacity: {counts.held}/{max_sessions} sessions held ({counts.websocket} by WebSocket "
+        f"clients on /ws, {counts.without_client} without a client). Cannot accept new connections."
+    )
+
+
+def held_without_client(message: str) -> int:
+    """How many sessions a capacity refusal's message says are held without a client; 0 if it does not say."""
+    found = _WITHOUT_CLIENT.search(message)
+    return int(found["count"]) if found else 0
+
+
+def own_sessions_only(endpoint: WebSocketEndpoint) -> WebSocketEndpoint:
+    """OpenEnv's `/ws` handler, refusing a connection that names a session to attach to.
+
+    OpenEnv lets `/ws?session_id=<id>` attach to an existing session, for HTTP MCP sessions; here
+    there are none, and the only sessions it could attach to are other connections' own, whose
+    episodes a second client would then play. Such a connection gets an error frame, then a close.
+    """
+
+    async def websocket_endpoint(websocket: WebSocket) -> None:
+        if "session_id" not in websocket.query_params:
+            await endpoint(websocket)
+            return
+        await websocket.accept()
+        refusal = WSErrorResponse(data={"message": ATTACH_REFUSED, "code": WSErrorCode.SESSION_ERROR})
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError):
+            await websocket.send_text(refusal.model_dump_json())
+            await websocket.close(_POLICY_VIOLATION)
+
+    return websocket_endpoint
