@@ -14,10 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import re
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,10 +25,10 @@ import httpx
 import pytest
 
 from agent_env.openenv import AgentEnvAction
+from tst.reliability._serve import agent_env_serve
 from tst.unit._waiting import child_processes, until
 
 ROOT = Path(__file__).resolve().parents[2]
-AGENT_ENV = Path(sys.executable).parent / "agent-env"
 SESSIONS = 256
 SOAK_S = float(os.environ.get("AGENT_ENV_SOAK_S", "150"))
 WARM_UP_S = 30.0
@@ -70,35 +67,9 @@ class Served:
 def served(tmp_path: Path) -> Iterator[Served]:
     sandboxes = tmp_path / "sandboxes"
     sandboxes.mkdir()
-    log = (tmp_path / "serve.log").open("wb")
-    process = subprocess.Popen(
-        [
-            str(AGENT_ENV),
-            "serve",
-            str(ROOT / "bench" / "bundle"),
-            "--port",
-            "0",
-            "--max-concurrent-envs",
-            "512",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=log,
-        env={**os.environ, "TMPDIR": str(sandboxes)},
-    )
-    try:
-        assert process.stdout is not None
-        first = process.stdout.readline().decode()
-        found = re.search(r"http://[^\s,]+", first)
-        assert found, f"agent-env serve printed {first!r}"
-        yield Served(process, found.group(0), sandboxes)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    bundle, log = ROOT / "bench" / "bundle", tmp_path / "serve.log"
+    with agent_env_serve(bundle, "--max-concurrent-envs", "512", log=log, tmpdir=sandboxes) as (process, url):
+        yield Served(process, url, sandboxes)
 
 
 async def session(url: str, index: int, stop_at: float, tally: Tally, chance: random.Random) -> None:
