@@ -29,6 +29,7 @@ STORE = {
     "data": {"kind": "call_tool", "tool": "add_crate", "arguments": {"crate": "C1", "bay": 2}},
 }
 
+
 def mcp_frame(method: str, **params: Any) -> dict[str, Any]:
     """OpenEnv's MCP bridge over /ws: a JSON-RPC request in an `mcp` frame."""
     return {"type": "mcp", "data": {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}}
