@@ -1,6 +1,11 @@
 # agentenv-framework: every command a developer or CI runs.
-PYTHON ?= python
-PYTEST := $(PYTHON) -m pytest
+# Everything runs in the project's own virtualenv, which `make install` makes from the machine's
+# Python: what is installed there is the lock and nothing else the machine holds. `PYTHON=...` runs
+# the targets with another interpreter instead (its environment then holds what it holds).
+VENV ?= .venv
+PYTHON ?= $(VENV)/bin/python
+BASE_PYTHON ?= python3
+export PYTHON
 # The dev/test install is locked: requirements/dev.lock pins, with their hashes, every distribution
 # `make install` brings, torch's CPU build and TRL included (requirements/pins.in: the trainer's pins,
 # never the package's extras, which stay ranges). `make lock` re-resolves it on purpose.
@@ -13,19 +18,31 @@ TORCH_WHEELS ?= /opt/wheels
 # `make lock` resolves the newest releases that fit; `make lock UPGRADE=` keeps the locked ones that still do.
 UPGRADE ?= --upgrade
 
-.PHONY: install lock notices test unit integration dist-test reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
+.PHONY: install installed lock notices test unit integration dist-test reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
+
+# The virtualenv is made only when PYTHON is its interpreter.
+OWN_VENV := $(filter $(VENV)/bin/python,$(PYTHON))
+
+$(VENV)/bin/python:
+	$(BASE_PYTHON) -m venv $(VENV)
 
 # Exactly the lock, every file checked against its hash, wheels only (no build runs with tools the
 # lock does not pin); then the package itself, built by the locked setuptools; then pip's own check.
-install:
+install: $(OWN_VENV)
 	$(PYTHON) -m pip install --require-hashes --only-binary :all: --find-links $(TORCH_WHEELS) -r $(LOCK)
 	$(PYTHON) -m pip install --no-deps --no-build-isolation --editable .
-	$(PYTHON) -m pip check
+	@$(PYTHON) -m pip check || { echo "make install: $(PYTHON)'s environment holds packages that \
+	conflict with the lock (above); install into a virtualenv of its own: make install, with PYTHON unset" >&2; exit 1; }
+
+# Every other target needs the install; without it, this says so instead of a missing interpreter.
+installed:
+	@$(PYTHON) -c "import agent_env, pytest" 2>/dev/null || { echo "make: nothing is installed for \
+	$(PYTHON): run make install first" >&2; exit 1; }
 
 # Re-resolve the lock from pyproject.toml's extras and the pins, for CPython 3.11 on x86_64 Linux
 # whatever machine runs it; install it here; then regenerate the notices from what it installed.
 # Review both diffs (CONTRIBUTING.md). Needs uv, which the lock installs: `make install` first.
-lock:
+lock: installed
 	$(PYTHON) -m uv pip compile --quiet pyproject.toml $(EXTRAS:%=--extra %) $(PINS) \
 		--python-version 3.11 --python-platform x86_64-manylinux_2_28 --only-binary :all: \
 		--find-links $(TORCH_WHEELS) --generate-hashes $(UPGRADE) --custom-compile-command "make lock" \
@@ -34,33 +51,33 @@ lock:
 	$(MAKE) notices
 
 # THIRD_PARTY_NOTICES.md from the installed packages, which must be the locked ones (make lock runs it).
-notices:
+notices: installed
 	$(PYTHON) -m tools.notices --output THIRD_PARTY_NOTICES.md
 
 # The unit tier, the integration tier (its tests skip, with their declared reason, without a Docker
 # engine), then the distribution tier (the wheel and sdist built, the wheel installed into a clean
 # virtualenv from the package index). pytest's exit 5 ("no tests ran") fails the target with a message.
-test:
+test: installed
 	@bash tst/util/run-tier.sh test tst/unit tst/integration tst/dist
 
-unit:
+unit: installed
 	@bash tst/util/run-tier.sh unit tst/unit
 
-integration:
+integration: installed
 	@bash tst/util/run-tier.sh integration tst/integration
 
-dist-test:
+dist-test: installed
 	@bash tst/util/run-tier.sh dist tst/dist
 
-trl-test:
+trl-test: installed
 	@bash tst/util/run-tier.sh trl tst/trl
 
 # Hostile input, faults and load against real servers on loopback, each bounded in time.
-reliability:
+reliability: installed
 	@bash tst/util/run-tier.sh reliability tst/reliability
 
 # The Docker sandbox's image (bash and busybox from Debian's static packages), built into the engine.
-sandbox-image:
+sandbox-image: installed
 	$(PYTHON) -m agent_env.cli sandbox-image
 
 # A Docker engine on this machine for the integration tier: installs Debian's docker.io if needed and
@@ -71,28 +88,28 @@ docker-engine:
 
 # The benchmarks (bench/): every layer's cost side by side, a table against the targets, and
 # bench/out/bench.png. It takes about 5 minutes; the Docker figures need an engine and the image.
-bench:
+bench: installed
 	$(PYTHON) -m bench
 
 # The same with few samples, to check the benchmarks still run (CI runs this); its figures mean little.
-bench-quick:
+bench-quick: installed
 	$(PYTHON) -m bench --quick --out $${BENCH_OUT:-bench/out/quick}
 
-lint:
+lint: installed
 	$(PYTHON) -m ruff check agent_env tst examples tools bench
 	$(PYTHON) -m ruff format --check agent_env tst examples tools bench
 	$(PYTHON) -m mypy
 	$(PYTHON) -m mypy --strict tools bench
 
-format:
+format: installed
 	$(PYTHON) -m ruff format agent_env tst examples tools bench
 	$(PYTHON) -m ruff check --fix agent_env tst examples tools bench
 
 # The main job: GRPOTrainer trains a tiny model, built offline, on the CPU for a few steps on the
 # example bundle served in process, and prints a table per step. `make replay` plays every task's
 # reference play instead and prints the scores.
-demo:
+demo: installed
 	$(PYTHON) examples/train_grpo.py
 
-replay:
+replay: installed
 	$(PYTHON) -m agent_env.cli replay examples/harbor

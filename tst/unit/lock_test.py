@@ -8,8 +8,11 @@ test the same set), and `make lock`, which the weekly workflow runs, is the one 
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import subprocess
+import sys
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,15 +50,22 @@ def run_steps(parsed: dict[Any, Any]) -> list[str]:
     return [step["run"].strip() for job in parsed["jobs"].values() for step in job["steps"] if "run" in step]
 
 
-def make_dry_run(target: str) -> str:
-    done = subprocess.run(
-        ["make", "--dry-run", "--no-print-directory", target],
+def make(*args: str, **environment: str) -> subprocess.CompletedProcess[str]:
+    """make, run in the checkout with the Makefile's variables from `environment` alone."""
+    inherited = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "VENV", "MAKEFLAGS")}
+    return subprocess.run(
+        ["make", "--no-print-directory", *args],
         cwd=notices.ROOT,
+        env={**inherited, **environment},
         capture_output=True,
         text=True,
         timeout=30,
-        check=True,
     )
+
+
+def make_dry_run(target: str, **environment: str) -> str:
+    done = make("--dry-run", target, PYTHON=environment.pop("PYTHON", sys.executable), **environment)
+    assert done.returncode == 0, done.stderr
     return done.stdout.replace("\\\n", " ")  # a recipe's continued lines, as the one command they are
 
 
@@ -129,15 +139,47 @@ def test_make_lock_resolves_every_extra_with_the_pins_then_installs_it_and_write
     assert commands.index("pip install --require-hashes") < commands.index("tools.notices --output")
 
 
+def install_commands(python: str, commands: list[str]) -> list[str]:
+    """What each of `make install`'s commands asks of `python`, checked to be that interpreter's."""
+    assert all(c.startswith(f"{python} -m ") for c in commands), commands
+    return [c.removeprefix(f"{python} -m ") for c in commands]
+
+
 def test_make_install_installs_exactly_the_lock_with_hashes_then_the_package_without_dependencies():
     commands = make_dry_run("install").splitlines()
 
-    assert [c.split(" -m ", 1)[1] for c in commands] == [
+    assert install_commands(sys.executable, commands) == [
         f"pip install --require-hashes --only-binary :all: --find-links {_torch_wheels(commands[0])} "
         f"-r {lockfile.LOCK.relative_to(notices.ROOT)}",
         "pip install --no-deps --no-build-isolation --editable .",
-        "pip check",
+        f"pip check || {{ {_pip_check_advice(commands[2])}",
     ]
+
+
+def test_make_install_first_makes_the_projects_own_virtualenv_and_installs_into_it(tmp_path: Path):
+    venv = tmp_path / "venv"
+    commands = make("--dry-run", "install", VENV=str(venv)).stdout.replace("\\\n", " ").splitlines()
+
+    assert commands[0] == f"python3 -m venv {venv}"
+    assert len(install_commands(f"{venv}/bin/python", commands[1:])) == 3
+
+
+def test_make_install_names_the_fix_when_the_environment_conflicts_with_the_lock():
+    advice = _pip_check_advice(make_dry_run("install").splitlines()[2])
+
+    assert "install into a virtualenv of its own: make install, with PYTHON unset" in advice
+
+
+def test_a_target_run_before_make_install_says_to_run_make_install_first(tmp_path: Path):
+    done = make("unit", VENV=str(tmp_path / "venv"))
+
+    assert done.returncode != 0
+    assert f"nothing is installed for {tmp_path / 'venv'}/bin/python: run make install first" in done.stderr
+    assert not (tmp_path / "venv").exists()
+
+
+def _pip_check_advice(command: str) -> str:
+    return command.split("|| {", 1)[1].strip()
 
 
 def _torch_wheels(command: str) -> str:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run-tier.sh NAME PYTEST_ARGS...: runs pytest; a run that collects no test fails loudly instead of
 # passing. With AGENT_ENV_REPORTS set to a folder, it also writes the JUnit XML report NAME.xml there,
-# for tst/util/check_skips.py.
+# for tst/util/check_skips.py. PYTHON (the Makefile's) is the interpreter.
 set -uo pipefail
 name=$1
 shift
@@ -10,7 +10,7 @@ if [ -n "${AGENT_ENV_REPORTS:-}" ]; then
   mkdir -p "$AGENT_ENV_REPORTS"
   report=("--junitxml=$AGENT_ENV_REPORTS/$name.xml")
 fi
-python -m pytest "${report[@]}" "$@"
+"${PYTHON:-python}" -m pytest "${report[@]}" "$@"
 rc=$?
 if [ "$rc" -eq 5 ]; then
   echo "run-tier: pytest collected no tests in: $* (a tier with no tests fails)" >&2
