@@ -8,8 +8,20 @@ from __future__ import annotations
 
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.env import Env, EnvSpec
-from agent_env.episode import Episode, EpisodeAPI, EpisodeState, TurnEnd
+from agent_env.episode import Episode, EpisodeState, TurnEnd
 from agent_env.errors import BundleError, EpisodeError, Problem, SandboxUnavailableError, ToolDefinitionError
+from agent_env.events import (
+    Deployed,
+    EpisodeEvent,
+    Failed,
+    Listener,
+    Outcome,
+    Scored,
+    ToolAnswered,
+    ToolCalled,
+    TornDown,
+    TurnEnded,
+)
 from agent_env.replay import PlayResult, Script, ScriptedCall, ScriptedTurn, load_solutions, play
 from agent_env.sandbox import (
     CommandResult,
@@ -36,20 +48,25 @@ __all__ = [
     "Bundle",
     "BundleError",
     "CommandResult",
+    "Deployed",
     "DockerSandboxProvider",
     "Env",
     "EnvSpec",
     "Episode",
-    "EpisodeAPI",
     "EpisodeError",
+    "EpisodeEvent",
     "EpisodeState",
+    "Failed",
+    "Listener",
     "LocalSandboxProvider",
+    "Outcome",
     "PlayResult",
     "Problem",
     "Sandbox",
     "SandboxConfig",
     "SandboxProvider",
     "SandboxUnavailableError",
+    "Scored",
     "Script",
     "ScriptedCall",
     "ScriptedTurn",
@@ -58,10 +75,14 @@ __all__ = [
     "Task",
     "TaskSpec",
     "Tool",
+    "ToolAnswered",
+    "ToolCalled",
     "ToolDefinitionError",
     "Toolset",
     "ToolsetSpec",
+    "TornDown",
     "TurnEnd",
+    "TurnEnded",
     "VerifierContext",
     "__version__",
     "build_sandbox_image",

@@ -1,9 +1,11 @@
-"""Episodes: one play of one task, and the Episode API the server plays through.
+"""Episodes: one play of one task, and the one owner of its lifecycle.
 
-deploying -> turn k open -> verifying -> scored | failed -> torn down. `end_turn(reply)` opens the
-next turn (answering with its prompt) or, after the last one, runs the verifiers and scores.
-Teardown runs exactly once, never raises, and releases everything the episode made, even when
-it comes while a deploy or a call is still in flight.
+new -> deploying -> turn k open -> verifying -> scored | failed -> tearing down -> torn down.
+`end_turn(reply)` opens the next turn (answering with its prompt) or, after the last one, runs the
+verifiers and scores. The episode holds its state, its open turn and its outcome, and emits an event
+for each thing that happens (`agent_env.events`): whoever plays it (the server's session, the CLI)
+reads those instead of keeping its own. Teardown runs exactly once, never raises, and releases
+everything the episode made, even when it comes while a deploy or a call is still in flight.
 """
 
 from __future__ import annotations
@@ -11,13 +13,26 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Awaitable, Mapping
+import time
+from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, TypeVar
 
 from agent_env._threads import call_maybe_async, run_in_own_thread
 from agent_env.env import Env, EnvSpec
 from agent_env.errors import EpisodeError
+from agent_env.events import (
+    Deployed,
+    EpisodeEvent,
+    Failed,
+    Listener,
+    Outcome,
+    Scored,
+    ToolAnswered,
+    ToolCalled,
+    TornDown,
+    TurnEnded,
+)
 from agent_env.sandbox.base import Sandbox, SandboxProvider
 from agent_env.sandbox.registry import sandbox_provider
 from agent_env.task import Task
@@ -40,7 +55,19 @@ class EpisodeState(enum.Enum):
     VERIFYING = "verifying"
     SCORED = "scored"
     FAILED = "failed"
+    TEARING_DOWN = "tearing_down"
     TORN_DOWN = "torn_down"
+
+    @property
+    def ended(self) -> bool:
+        """Whether the episode can no longer be played (it may still be tearing down)."""
+        return self in _ENDED
+
+
+_ENDED = frozenset(
+    {EpisodeState.SCORED, EpisodeState.FAILED, EpisodeState.TEARING_DOWN, EpisodeState.TORN_DOWN}
+)
+_RELEASING = frozenset({EpisodeState.TEARING_DOWN, EpisodeState.TORN_DOWN})
 
 
 @dataclass(frozen=True)
@@ -54,32 +81,29 @@ class TurnEnd:
     verifier_scores: tuple[float, ...] = ()
 
 
-@runtime_checkable
-class EpisodeAPI(Protocol):
-    """The one seam between serving and the engine; `agent_env.testing` fakes it."""
-
-    @property
-    def tools(self) -> list[dict[str, Any]]: ...
-
-    async def deploy(self) -> str: ...
-
-    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str: ...
-
-    async def end_turn(self, reply: str) -> TurnEnd: ...
-
-    async def teardown(self) -> None: ...
-
-
 class Episode:
-    """One play of `task`, with its env instances and, when it needs one, its sandbox."""
+    """One play of `task`, with its env instances and, when it needs one, its sandbox.
 
-    def __init__(self, task: Task, *, sandbox: SandboxProvider | str | None = None) -> None:
+    `listeners` (and `observe`) get each event as it is emitted; `events` keeps them all, in order.
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        *,
+        sandbox: SandboxProvider | str | None = None,
+        listeners: Iterable[Listener] = (),
+    ) -> None:
         self.task = task
         self.state = EpisodeState.NEW
         self.turn = 0
+        """The turn open now or last open, from 1; 0 before the deploy."""
         self.replies: list[str] = []
-        self.score: float | None = None
-        self.error: EpisodeError | None = None
+        self.events: list[EpisodeEvent] = []
+        self.outcome: Outcome | None = None
+        self.started_at: float | None = None
+        """When the deploy began, in seconds since the epoch."""
+        self._listeners = list(listeners)
         self._provider = sandbox_provider(
             sandbox if sandbox is not None else task.sandbox.provider, task.sandbox
         )
@@ -99,11 +123,34 @@ class Episode:
     def sandbox(self) -> Sandbox | None:
         return self._sandbox
 
+    @property
+    def open_turn(self) -> int | None:
+        """The turn open now, from 1; None when none is (deploying, verifying, ended)."""
+        return self.turn if self.state is EpisodeState.TURN_OPEN else None
+
+    @property
+    def score(self) -> float | None:
+        """The verifiers' score, once scored."""
+        return self.outcome.score if self.outcome is not None else None
+
+    @property
+    def error(self) -> EpisodeError | None:
+        """What ended the episode, when it failed."""
+        outcome = self.outcome
+        if outcome is None or outcome.kind != "failed" or outcome.code is None:
+            return None
+        return EpisodeError(outcome.code, outcome.reason)
+
+    def observe(self, listener: Listener) -> None:
+        """Call `listener` with every event from now on."""
+        self._listeners.append(listener)
+
     async def deploy(self) -> str:
         """Make the env instances and the sandbox, then open the first turn; returns its prompt."""
         if self.state is not EpisodeState.NEW:
             raise EpisodeError("ALREADY_DEPLOYED", f"episode of task '{self.task.id}' was already deployed")
         self.state = EpisodeState.DEPLOYING
+        self.started_at, started = time.time(), time.monotonic()
         try:
             for env in self.task.toolset.envs:
                 # Shielded and tracked, as the sandbox's creation is: a teardown that comes meanwhile
@@ -122,30 +169,43 @@ class Episode:
             raise self._failed(EpisodeError("DEPLOY_FAILED", message)) from exc
         self.state = EpisodeState.TURN_OPEN
         self.turn = 1
+        self._emit(Deployed(prompt=self.task.prompt, tools=self.tools, seconds=time.monotonic() - started))
         return self.task.turns[0]
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
         """Run one of the toolset's tools with arguments checked against its schema."""
         async with self._calls:
-            self._require_open_turn()
-            if name == "bash" and self.task.toolset.bash:
-                return await self._bash(arguments)
-            found = self._tools.get(name)
-            if found is None:
-                raise self._unknown_tool(name)
-            env_name, tool = found
-            return await tool.call(self._envs[env_name], arguments)
+            self.require_open_turn()
+            turn, started = self.turn, time.monotonic()
+            self._emit(ToolCalled(turn=turn, tool=name, arguments=_plain(arguments)))
+            try:
+                result = await self._run_tool(name, arguments)
+            except EpisodeError as refused:
+                seconds = time.monotonic() - started
+                self._emit(
+                    ToolAnswered(
+                        turn=turn, tool=name, error_code=refused.code, error=refused.message, seconds=seconds
+                    )
+                )
+                raise
+            self._emit(ToolAnswered(turn=turn, tool=name, result=result, seconds=time.monotonic() - started))
+            return result
 
     async def end_turn(self, reply: str) -> TurnEnd:
         """End the open turn with the agent's reply: open the next one, or verify and score."""
         async with self._calls:
-            self._require_open_turn()
+            self.require_open_turn()
             self.replies.append(reply)
             if self.turn < len(self.task.turns):
-                self.turn += 1
-                return TurnEnd(done=False, turn=self.turn, prompt=self.task.turns[self.turn - 1])
+                ended, self.turn = self.turn, self.turn + 1
+                prompt = self.task.turns[self.turn - 1]
+                self._emit(TurnEnded(turn=ended, reply=reply, prompt=prompt))
+                return TurnEnd(done=False, turn=self.turn, prompt=prompt)
+            self._emit(TurnEnded(turn=self.turn, reply=reply))
             self.state = EpisodeState.VERIFYING
-            context = VerifierContext(self.task, dict(self._envs), tuple(self.replies), self._sandbox)
+            context = VerifierContext(
+                self.task, dict(self._envs), tuple(self.replies), self._sandbox, tuple(self.events)
+            )
             try:
                 scores = [await verifier.score(context) for verifier in self.task.verifiers]
             except EpisodeError as exc:
@@ -154,13 +214,22 @@ class Episode:
                 message = f"a verifier of task '{self.task.id}' failed: {type(exc).__name__}: {exc}"
                 raise self._failed(EpisodeError("VERIFIER_FAILED", message)) from exc
             weights = [verifier.spec.weight for verifier in self.task.verifiers]
-            self.score = aggregate(list(zip(scores, weights, strict=True)), self.task.aggregate)
-            self.state = EpisodeState.SCORED
-            return TurnEnd(done=True, turn=self.turn, score=self.score, verifier_scores=tuple(scores))
+            score = aggregate(list(zip(scores, weights, strict=True)), self.task.aggregate)
+            if self.state is EpisodeState.VERIFYING:
+                self.state = EpisodeState.SCORED
+            self._ended(Outcome("scored", score=score))
+            self._emit(Scored(score=score, verifier_scores=tuple(scores)))
+            return TurnEnd(done=True, turn=self.turn, score=score, verifier_scores=tuple(scores))
 
-    def fail(self, error: EpisodeError) -> None:
-        """End the episode with an error (a missed deadline, say); teardown is still the caller's."""
-        self._failed(error)
+    def fail(self, error: EpisodeError) -> EpisodeError:
+        """End the episode with `error` (a missed deadline, a client gone); teardown is still the
+        caller's. An episode that already ended keeps its outcome."""
+        return self._failed(error)
+
+    def abandon(self, reason: str) -> None:
+        """Give the episode up unfinished (its session reset or closed, the server shut down);
+        teardown is still the caller's. An episode that already ended keeps its outcome."""
+        self._ended(Outcome("abandoned", reason=reason))
 
     async def teardown(self) -> None:
         """Release every env instance and the sandbox; runs once, however often it is called."""
@@ -168,9 +237,17 @@ class Episode:
             self._teardown = asyncio.ensure_future(self._release())
         await asyncio.shield(self._teardown)
 
+    def require_open_turn(self) -> None:
+        """Raise NO_OPEN_TURN, saying where the episode is, unless a turn is open."""
+        if self.state is EpisodeState.TURN_OPEN:
+            return
+        where = f"ended ({self.outcome})" if self.outcome is not None else f"is {self.state.value}"
+        raise EpisodeError("NO_OPEN_TURN", f"no turn is open: the episode of task '{self.task.id}' {where}")
+
     async def _release(self) -> None:
         closing_from = self.state
-        self.state = EpisodeState.TORN_DOWN
+        self.state = EpisodeState.TEARING_DOWN
+        self._ended(Outcome("abandoned"))
         if self._env_making is not None:
             await self._settled(self._env_making, "making an env instance")
         for name, instance in list(self._envs.items()):
@@ -181,6 +258,8 @@ class Episode:
             sandbox = await self._settled(self._sandbox_creation, "making the sandbox")
         if sandbox is not None:
             await self._bounded(sandbox.teardown(), "tearing down the sandbox")
+        self.state = EpisodeState.TORN_DOWN
+        self._emit(TornDown(outcome=str(self.outcome)))
         log.debug("episode of task '%s' torn down (was %s)", self.task.id, closing_from.value)
 
     async def _bounded(self, step: Awaitable[None], what: str) -> None:
@@ -220,6 +299,15 @@ class Episode:
         self._check_alive()
         await call_maybe_async(instance.setup, self.task.seed.get(env.name, {}))
 
+    async def _run_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
+        if name == "bash" and self.task.toolset.bash:
+            return await self._bash(arguments)
+        found = self._tools.get(name)
+        if found is None:
+            raise self._unknown_tool(name)
+        env_name, tool = found
+        return await tool.call(self._envs[env_name], arguments)
+
     async def _bash(self, arguments: Mapping[str, Any]) -> str:
         command = arguments.get("command") if isinstance(arguments, Mapping) else None
         extra = sorted(set(arguments) - {"command"}) if isinstance(arguments, Mapping) else []
@@ -235,25 +323,33 @@ class Episode:
         )
         return result.render(settings.command_timeout_s)
 
-    def _require_open_turn(self) -> None:
-        if self.state is not EpisodeState.TURN_OPEN:
-            detail = f": {self.error.message}" if self.error else ""
-            raise EpisodeError(
-                "NO_OPEN_TURN",
-                f"no turn is open: the episode of task '{self.task.id}' is {self.state.value}{detail}",
-            )
-
     def _check_alive(self) -> None:
-        if self.state is EpisodeState.TORN_DOWN:
+        if self.state in _RELEASING:
             raise EpisodeError(
                 "TORN_DOWN", f"the episode of task '{self.task.id}' was torn down during its deploy"
             )
 
     def _failed(self, error: EpisodeError) -> EpisodeError:
-        if self.state is not EpisodeState.TORN_DOWN:
+        if not self.state.ended:
             self.state = EpisodeState.FAILED
-        self.error = error
+        if self._ended(Outcome("failed", code=error.code, reason=error.message)):
+            self._emit(Failed(code=error.code, message=error.message))
         return error
+
+    def _ended(self, outcome: Outcome) -> bool:
+        """Record how the episode ended, unless it already has; whether this ending counts."""
+        if self.outcome is not None:
+            return False
+        self.outcome = outcome
+        return True
+
+    def _emit(self, event: EpisodeEvent) -> None:
+        self.events.append(event)
+        for listener in self._listeners:
+            try:
+                listener(event)
+            except Exception:
+                log.exception("a listener of an episode of task '%s' raised on %s", self.task.id, event.kind)
 
     def _unknown_tool(self, name: str) -> EpisodeError:
         available = ", ".join(t["function"]["name"] for t in self.tools)
@@ -264,6 +360,11 @@ class Episode:
                 f"'{self.task.id}' (tools: {available})",
             )
         return EpisodeError("UNKNOWN_TOOL", f"unknown tool '{name}' (tools: {available})")
+
+
+def _plain(arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The arguments as the event keeps them: a copy, so a caller's later change cannot rewrite it."""
+    return dict(arguments) if isinstance(arguments, Mapping) else {}
 
 
 async def _close(instance: Env) -> None:

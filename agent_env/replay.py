@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_env.bundle import Bundle
-from agent_env.episode import EpisodeAPI
+from agent_env.episode import Episode
 from agent_env.errors import EpisodeError
 
 
@@ -52,7 +52,7 @@ class PlayResult:
     transcript: list[str] = field(default_factory=list)
 
 
-async def play(episode: EpisodeAPI, turns: Sequence[ScriptedTurn]) -> PlayResult:
+async def play(episode: Episode, turns: Sequence[ScriptedTurn]) -> PlayResult:
     """Deploy, play `turns` (ending any turn the script leaves open with an empty reply), tear down."""
     result = PlayResult()
     try:

@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 
 from agent_env.bundle import Bundle, load_bundle
-from agent_env.episode import Episode, EpisodeAPI
+from agent_env.episode import Episode
 from agent_env.sandbox.base import SandboxProvider
 from agent_env.sandbox.registry import sandbox_provider
 from agent_env.task import TaskSpec
@@ -23,7 +23,7 @@ class ServedTask:
     """A task's spec, as the Task API gives it, and a factory of fresh episodes of it."""
 
     spec: TaskSpec
-    new_episode: Callable[[], EpisodeAPI]
+    new_episode: Callable[[], Episode]
 
 
 Served = Mapping[str, Sequence[ServedTask]]

@@ -1,25 +1,33 @@
-"""Fakes of the Episode API, for testing what stands on it (the server, the trainer's helper).
+"""Fakes for testing what stands on episodes (the server, the trainer's helper): real tasks, scripted.
 
-A `FakeTask` is served exactly as a bundle's task is; its episodes answer with scripted tool results
-and scores, and `Gate`s hold its deploy, a tool, its verifiers or its teardown until the test
-releases them. Gates are thread-safe: the server runs on its own loop and thread, the test on another.
+A `FakeTask` makes a real `Task` whose tools are typed, documented functions, whose verifier is a
+scripted score and whose sandbox answers `bash` from a script; its episodes are real `Episode`s, so
+the server plays them by the core's own rules (the toolset, the prompt, the spec, the open turn).
+`Gate`s hold its deploy, a tool, its verifiers or its teardown until the test releases them. Gates
+are thread-safe: the server runs on its own loop and thread, the test on another.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from agent_env.episode import TurnEnd
-from agent_env.errors import EpisodeError
+from agent_env._threads import call_maybe_async
+from agent_env.env import Env, EnvSpec
+from agent_env.episode import Episode, EpisodeState
+from agent_env.events import EpisodeEvent, ToolCalled, TornDown
+from agent_env.sandbox.base import CommandResult, Sandbox
 from agent_env.served import Served, ServedTask
-from agent_env.task import TaskSpec
+from agent_env.task import Agent, Task, TaskSpec
 from agent_env.tools import Tool
-from agent_env.toolset import BASH_TOOL, DEFAULT_ROLE, AccessChange, ToolsetSpec, toolset_name
+from agent_env.toolset import DEFAULT_ROLE, AccessChange, Toolset
+from agent_env.verifiers import FunctionCheck, Verifier, VerifierContext
 
 
 class Gate:
@@ -61,151 +69,146 @@ class Gate:
         self.passed.set()
 
 
+Score = float | Callable[[VerifierContext], float]
+"""A fake task's score: a number, or a function of what its verifier sees (`calls(context)`, ...)."""
+
+
 @dataclass(eq=False)
 class FakeTask:
-    """A hand-built task: typed, documented functions as its tools, and a scripted score.
+    """A task built in code: typed, documented functions as its tools, and a scripted score.
 
-    `score` is a number or a function of the finished episode (its calls and replies). A tool's
-    function is its scripted result: it gets the validated arguments, and may raise.
+    A tool's function is its scripted result: it gets the validated arguments, and may raise (a
+    `Tool` is taken as it is). The tools belong to the first of `envs`; `bash_result` answers the
+    sandbox's commands.
     """
 
     id: str
-    tools: Sequence[Callable[..., Any]] = ()
+    tools: Sequence[Callable[..., Any] | Tool] = ()
     turns: Sequence[str] = ("Do the task.",)
-    score: float | Callable[[FakeEpisode], float] = 1.0
+    score: Score = 1.0
     system_prompt: str | None = None
     envs: tuple[str, ...] = ("fake",)
     role: str = DEFAULT_ROLE
     access: tuple[AccessChange, ...] = ()
     bash: bool = False
-    bash_result: Callable[[str], str] = field(default=lambda command: "[exit code: 0]")
+    bash_result: Callable[[str], CommandResult] = field(default=lambda command: CommandResult(0, ""))
     deploy_gate: Gate | None = None
     tool_gates: Mapping[str, Gate] = field(default_factory=dict)
     verify_gate: Gate | None = None
     teardown_gate: Gate | None = None
     deploy_error: Exception | None = None
-    episodes: list[FakeEpisode] = field(default_factory=list, init=False)
+    episodes: list[Episode] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
-        self._tools = {fn.__name__: Tool.from_function(fn) for fn in self.tools}
         self._lock = threading.Lock()
-
-    @property
-    def toolset(self) -> ToolsetSpec:
-        name = toolset_name(self.envs, self.role, self.access, self.bash)
-        return ToolsetSpec(name=name, envs=self.envs, role=self.role, access=self.access, bash=self.bash)
-
-    @property
-    def tool_schemas(self) -> list[dict[str, Any]]:
-        schemas = [tool.schema for tool in self._tools.values()]
-        return [*schemas, BASH_TOOL] if self.bash else schemas
-
-    def spec(self, split: str, index: int) -> TaskSpec:
-        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-        return TaskSpec(
+        self._gone: dict[int, threading.Event] = {}
+        env_class = type(f"{self.id}_env", (_ScriptedEnv,), {"script": self})
+        tools = tuple(self._tool(fn) for fn in self.tools)
+        specs = [EnvSpec(name, env_class, tools if i == 0 else ()) for i, name in enumerate(self.envs)]
+        self._task = Task(
             id=self.id,
-            split=split,
-            index=index,
-            prompt=[*system, {"role": "user", "content": self.turns[0]}],
-            turns=len(self.turns),
-            toolset=self.toolset,
+            split="",
+            index=0,
+            agent=Agent("fake", self.envs, self.role, self.bash, self.system_prompt),
+            turns=tuple(self.turns),
+            toolset=Toolset(tuple(specs), self.role, self.access, self.bash),
+            verifiers=(Verifier(FunctionCheck(type="function", function="score"), self._score),),
         )
 
-    def new_episode(self) -> FakeEpisode:
-        episode = FakeEpisode(self)
+    def task_at(self, split: str, index: int) -> Task:
+        """The task as a server serves it at `split`/`index`."""
+        return dataclasses.replace(self._task, split=split, index=index)
+
+    def spec(self, split: str, index: int) -> TaskSpec:
+        return self.task_at(split, index).spec
+
+    def new_episode(self, task: Task | None = None) -> Episode:
+        """A real episode of the task (by default at train/0), its sandbox the scripted one."""
+        episode = Episode(task or self.task_at("train", 0), sandbox=_ScriptedSandboxes(self))
+        gone = threading.Event()
+        episode.observe(lambda event: gone.set() if isinstance(event, TornDown) else None)
         with self._lock:
             self.episodes.append(episode)
+            self._gone[id(episode)] = gone
         return episode
 
     @property
-    def live(self) -> list[FakeEpisode]:
+    def live(self) -> list[Episode]:
         """Episodes deployed (or deploying) and not yet torn down."""
         with self._lock:
-            return [e for e in self.episodes if e.deploying.is_set() and not e.torn_down.is_set()]
+            return [e for e in self.episodes if e.state not in (EpisodeState.NEW, EpisodeState.TORN_DOWN)]
 
     def wait_all_torn_down(self, timeout: float = 10.0) -> bool:
         """Whether every episode begun so far is torn down within `timeout` seconds."""
         with self._lock:
-            begun = [e for e in self.episodes if e.deploying.is_set()]
-        return all(e.torn_down.wait(timeout) for e in begun)
+            begun = [self._gone[id(e)] for e in self.episodes if e.state is not EpisodeState.NEW]
+        return all(gone.wait(timeout) for gone in begun)
+
+    def _tool(self, function: Callable[..., Any] | Tool) -> Tool:
+        """The tool, passing its gate (looked up at each call, so a test may set it later) first."""
+        tool = function if isinstance(function, Tool) else Tool.from_function(function)
+
+        async def gated(**arguments: Any) -> Any:
+            if gate := self.tool_gates.get(tool.name):
+                await gate.pass_through()
+            return await call_maybe_async(tool.function, **arguments)
+
+        return dataclasses.replace(tool, function=gated)
+
+    async def _score(self, context: VerifierContext) -> float:
+        if self.verify_gate:
+            await self.verify_gate.pass_through()
+        return float(self.score(context) if callable(self.score) else self.score)
 
 
-class FakeEpisode:
-    """An episode of a FakeTask: it records its calls and replies, and passes its task's gates."""
+class _ScriptedEnv(Env):
+    """A fake task's env: its deploy and teardown pass the task's gates."""
 
-    def __init__(self, task: FakeTask) -> None:
-        self.task = task
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-        self.replies: list[str] = []
-        self.turn = 0
-        self.score: float | None = None
-        self.deploying = threading.Event()
-        self.torn_down = threading.Event()
-        self._teardown: asyncio.Task[None] | None = None
+    script: FakeTask
 
-    @property
-    def tools(self) -> list[dict[str, Any]]:
-        return self.task.tool_schemas
+    async def setup(self, seed: Mapping[str, Any]) -> None:
+        if self.script.deploy_gate:
+            await self.script.deploy_gate.pass_through()
+        if self.script.deploy_error is not None:
+            raise self.script.deploy_error
 
-    async def deploy(self) -> str:
-        self.deploying.set()
-        if self.task.deploy_gate:
-            await self.task.deploy_gate.pass_through()
-        if self.task.deploy_error is not None:
-            raise EpisodeError(
-                "DEPLOY_FAILED", f"deploy of task '{self.task.id}' failed: {self.task.deploy_error}"
-            )
-        self.turn = 1
-        return self.task.turns[0]
+    async def close(self) -> None:
+        if self.script.teardown_gate:
+            await self.script.teardown_gate.pass_through()
 
-    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
-        self._require_open_turn()
-        self.calls.append((name, dict(arguments) if isinstance(arguments, Mapping) else {}))
-        if gate := self.task.tool_gates.get(name):
-            await gate.pass_through()
-        if name == "bash" and self.task.bash:
-            return self.task.bash_result(str(arguments.get("command", "")))
-        tool = self.task._tools.get(name)
-        if tool is None:
-            raise EpisodeError(
-                "UNKNOWN_TOOL", f"unknown tool '{name}' (tools: {', '.join(self.task._tools)})"
-            )
-        return await tool.call(None, arguments)
 
-    async def end_turn(self, reply: str) -> TurnEnd:
-        self._require_open_turn()
-        self.replies.append(reply)
-        if self.turn < len(self.task.turns):
-            self.turn += 1
-            return TurnEnd(done=False, turn=self.turn, prompt=self.task.turns[self.turn - 1])
-        self.turn = -1
-        if self.task.verify_gate:
-            await self.task.verify_gate.pass_through()
-        score = self.task.score(self) if callable(self.task.score) else self.task.score
-        self.score = float(score)
-        return TurnEnd(done=True, turn=len(self.task.turns), score=self.score, verifier_scores=(self.score,))
+@dataclass
+class _ScriptedSandboxes:
+    """A sandbox provider whose sandboxes answer each command with the task's `bash_result`."""
+
+    script: FakeTask
+    name: str = "scripted"
+
+    async def create(self, files: Mapping[str, bytes]) -> Sandbox:
+        return _ScriptedSandbox(self.script.bash_result)
+
+
+@dataclass(frozen=True)
+class _ScriptedSandbox:
+    answer: Callable[[str], CommandResult]
+
+    async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
+        return self.answer(command)
 
     async def teardown(self) -> None:
-        if self._teardown is None:
-            self._teardown = asyncio.ensure_future(self._release())
-        await asyncio.shield(self._teardown)
+        return None
 
-    async def _release(self) -> None:
-        self.turn = -1
-        if self.task.teardown_gate:
-            await self.task.teardown_gate.pass_through()
-        self.torn_down.set()
 
-    def _require_open_turn(self) -> None:
-        if self.turn < 1:
-            raise EpisodeError("NO_OPEN_TURN", f"no turn is open in the episode of task '{self.task.id}'")
+def calls(played: Episode | VerifierContext) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls an episode made, in order, as (tool, arguments), from its events."""
+    events: Sequence[EpisodeEvent] = played.events
+    return [(e.tool, dict(e.arguments)) for e in events if isinstance(e, ToolCalled)]
 
 
 def fake_served(splits: Mapping[str, Iterable[FakeTask]]) -> Served:
     """Serve fake tasks as a bundle's are served: split -> tasks, indexed by position."""
-    return {
-        split: tuple(
-            ServedTask(task.spec(split, index), task.new_episode) for index, task in enumerate(tasks)
-        )
-        for split, tasks in splits.items()
-    }
+    served: dict[str, tuple[ServedTask, ...]] = {}
+    for split, tasks in splits.items():
+        placed = [(fake, fake.task_at(split, index)) for index, fake in enumerate(tasks)]
+        served[split] = tuple(ServedTask(task.spec, partial(fake.new_episode, task)) for fake, task in placed)
+    return served

@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -22,6 +22,7 @@ from agent_env.sandbox.base import CommandResult, Sandbox
 
 if TYPE_CHECKING:
     from agent_env.env import Env
+    from agent_env.events import EpisodeEvent
     from agent_env.task import Task
 
 
@@ -80,6 +81,14 @@ class FunctionCheck(_Check):
 
 
 VerifierSpec = Annotated[ItemsCheck | BashCheck | ReplyCheck | FunctionCheck, Field(discriminator="type")]
+"""A verifier as a task file writes it, told apart by its `type`."""
+
+VERIFIER_TYPES: tuple[str, ...] = tuple(
+    tag
+    for check in get_args(get_args(VerifierSpec)[0])
+    for tag in get_args(check.model_fields["type"].annotation)
+)
+"""Every verifier `type` a task may name, from the checks themselves: `items`, `bash`, `reply`, `function`."""
 
 VerifierFunction = Callable[..., Any]
 """A bundle's verifier: `(context: VerifierContext, **args) -> float | bool`, sync or async."""
@@ -93,6 +102,8 @@ class VerifierContext:
     envs: Mapping[str, Env]
     replies: tuple[str, ...]
     sandbox: Sandbox | None = None
+    events: Sequence[EpisodeEvent] = ()
+    """What happened in the episode until its last turn ended, in order (`agent_env.events`)."""
 
     @property
     def reply(self) -> str:

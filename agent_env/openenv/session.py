@@ -1,4 +1,4 @@
-"""One session: at most one live episode, played call by call through the Episode API.
+"""One session: at most one live episode, played call by call through its Episode.
 
 A reset ends the session's previous episode (waiting for its teardown), deploys the task and opens
 its first turn. Each call runs within its deadline and only while its client is there; a call that
@@ -16,10 +16,10 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from agent_env.episode import Episode, EpisodeState
 from agent_env.errors import EpisodeError
 from agent_env.openenv.calls import InterruptedCallError, run_call
 from agent_env.openenv.context import ServerContext, TaskLookupError
-from agent_env.openenv.tracker import EpisodeRecord
 from agent_env.openenv.wire import (
     DEADLINE_KEY,
     ENDING_CODES,
@@ -67,23 +67,22 @@ class Session:
 
     def __init__(self, context: ServerContext) -> None:
         self._context = context
-        self._record: EpisodeRecord | None = None
-        self._phase: Phase = "idle"
-        self._turn: int | None = None
+        self._episode: Episode | None = None
         self._episode_id: str | None = None
         self._steps = 0
 
     @property
     def state(self) -> AgentEnvState:
-        spec = self._record.task.spec if self._record else None
+        episode = self._episode
+        task = episode.task if episode is not None else None
         return AgentEnvState(
             episode_id=self._episode_id,
             step_count=self._steps,
-            task_id=spec.id if spec else None,
-            split=spec.split if spec else None,
-            index=spec.index if spec else None,
-            turn=self._turn,
-            phase=self._phase,
+            task_id=task.id if task else None,
+            split=task.split if task else None,
+            index=task.index if task else None,
+            turn=episode.open_turn if episode is not None else None,
+            phase=_phase(episode),
         )
 
     async def reset(self, arguments: Mapping[str, Any]) -> AgentEnvObservation:
@@ -95,9 +94,8 @@ class Session:
             task = self._task(request.split, request.index)
         except _RefusedError as refused:
             return _error(refused.code, refused.message, call)
-        if self._record is not None:
-            self._record.end("abandoned: the session reset")
-            ending = self._context.tracker.teardown(self._record)
+        if self._episode is not None:
+            ending = self._context.tracker.teardown(self._episode, "the session reset")
             try:
                 await run_call(_wait(ending), _left(request.timeout_s, started))
             except InterruptedCallError as interrupted:
@@ -108,7 +106,7 @@ class Session:
                     else f"{call}: the connection closed ({interrupted.code})"
                 )
                 return _error(interrupted.code, message, call)
-            self._record, self._phase, self._turn = None, "idle", None
+            self._episode = None
         if self._context.tracker.closing:
             return _error("SHUTTING_DOWN", "the server is shutting down: it starts no new episode", call)
         return await self._deploy(task, request, started, call)
@@ -118,23 +116,22 @@ class Session:
         call = f"call_tool {action.tool}" if action.kind == "call_tool" and action.tool else action.kind
         try:
             timeout_s = self._deadline(action)
-            record = self._playing(action)
+            episode = self._playing(action)
         except _RefusedError as refused:
-            current = self._observation(self._record) if self._record else None
+            current = self._observation(self._episode) if self._episode else None
             return _error(refused.code, refused.message, call, observation=current)
         if action.kind == "list_tools":
-            return self._observation(record, tools=record.episode.tools)
+            return self._observation(episode, tools=episode.tools)
         if action.kind == "call_tool":
             assert action.tool is not None
-            return await self._call_tool(record, action.tool, action.arguments, timeout_s, call)
-        return await self._end_turn(record, action.reply or "", timeout_s, call)
+            return await self._call_tool(episode, action.tool, action.arguments, timeout_s, call)
+        return await self._end_turn(episode, action.reply or "", timeout_s, call)
 
     def end(self) -> asyncio.Future[None] | None:
         """Start tearing down the session's episode, if it has one; the future is done when it is gone."""
-        if self._record is None:
+        if self._episode is None:
             return None
-        self._record.end("abandoned: the session closed")
-        return self._context.tracker.teardown(self._record)
+        return self._context.tracker.teardown(self._episode, "the session closed")
 
     async def close(self) -> None:
         """End the session's episode, if any, and wait until it is torn down."""
@@ -145,51 +142,39 @@ class Session:
         self, task: ServedTask, request: _ResetRequest, started: float, call: str
     ) -> AgentEnvObservation:
         episode = task.new_episode()
-        record = EpisodeRecord(task, episode)
-        self._context.tracker.begin(record)
-        self._record, self._phase, self._turn, self._steps = record, "deploying", None, 0
-        self._episode_id = request.episode_id
+        self._context.tracker.begin(episode)
+        self._episode, self._episode_id, self._steps = episode, request.episode_id, 0
         left = _left(request.timeout_s, started)
-        deployed = await self._run(record, episode.deploy(), left, call, stated_s=request.timeout_s)
+        deployed = await self._run(episode, episode.deploy(), left, call, stated_s=request.timeout_s)
         if isinstance(deployed, _Answered):
             return deployed.observation
-        self._phase, self._turn = "turn_open", 1
-        spec = task.spec
-        return self._observation(record, prompt=spec.prompt, tools=episode.tools)
+        return self._observation(episode, prompt=episode.task.prompt, tools=episode.tools)
 
     async def _call_tool(
-        self, record: EpisodeRecord, tool: str, arguments: dict[str, Any], timeout_s: float | None, call: str
+        self, episode: Episode, tool: str, arguments: dict[str, Any], timeout_s: float | None, call: str
     ) -> AgentEnvObservation:
-        record.calls += 1
-        result = await self._run(
-            record, record.episode.call_tool(tool, arguments), timeout_s, call, turn_survives_errors=True
-        )
+        step = episode.call_tool(tool, arguments)
+        result = await self._run(episode, step, timeout_s, call, turn_survives_errors=True)
         if isinstance(result, _Answered):
             return result.observation
-        return self._observation(record, result=result)
+        return self._observation(episode, result=result)
 
     async def _end_turn(
-        self, record: EpisodeRecord, reply: str, timeout_s: float | None, call: str
+        self, episode: Episode, reply: str, timeout_s: float | None, call: str
     ) -> AgentEnvObservation:
-        record.calls += 1
-        if self._turn == record.task.spec.turns:
-            self._phase = "verifying"
-        end = await self._run(record, record.episode.end_turn(reply), timeout_s, call)
+        end = await self._run(episode, episode.end_turn(reply), timeout_s, call)
         if isinstance(end, _Answered):
             return end.observation
         if not end.done:
-            self._phase, self._turn = "turn_open", end.turn
-            return self._observation(record, prompt=[{"role": "user", "content": end.prompt or ""}])
-        record.end(f"scored {end.score:g}")
-        self._phase, self._turn = "ended", None
-        self._context.tracker.teardown(record)
-        observation = self._observation(record, verifier_scores=list(end.verifier_scores))
+            return self._observation(episode, prompt=[{"role": "user", "content": end.prompt or ""}])
+        self._context.tracker.teardown(episode)
+        observation = self._observation(episode, verifier_scores=list(end.verifier_scores))
         observation.done, observation.reward = True, end.score
         return observation
 
     async def _run(
         self,
-        record: EpisodeRecord,
+        episode: Episode,
         step: Awaitable[_T],
         timeout_s: float | None,
         call: str,
@@ -207,14 +192,14 @@ class Session:
             return await run_call(step, timeout_s)
         except InterruptedCallError as interrupted:
             stated = stated_s if stated_s is not None else timeout_s
-            return _Answered(self._interrupted(record, interrupted, stated, call))
+            return _Answered(self._interrupted(episode, interrupted, stated, call))
         except EpisodeError as exc:
             if turn_survives_errors and exc.code not in ENDING_CODES:
-                return _Answered(_error(exc.code, exc.message, call, observation=self._observation(record)))
-            return _Answered(self._failed(record, exc.code, exc.message, call))
+                return _Answered(_error(exc.code, exc.message, call, observation=self._observation(episode)))
+            return _Answered(self._failed(episode, exc, call))
         except Exception as exc:
-            message = f"{call}: {type(exc).__name__}: {exc}"
-            return _Answered(self._failed(record, "INTERNAL_ERROR", message, call))
+            error = EpisodeError("INTERNAL_ERROR", f"{call}: {type(exc).__name__}: {exc}")
+            return _Answered(self._failed(episode, error, call))
 
     def _reset_request(self, arguments: Mapping[str, Any]) -> _ResetRequest:
         try:
@@ -243,7 +228,7 @@ class Session:
                 f"got {action.metadata.get(DEADLINE_KEY)!r}",
             ) from None
 
-    def _playing(self, action: AgentEnvAction) -> EpisodeRecord:
+    def _playing(self, action: AgentEnvAction) -> Episode:
         """The episode a step plays on, after checking the step's fields fit its kind."""
         if action.kind == "call_tool" and not action.tool:
             raise _RefusedError("BAD_REQUEST", "call_tool needs the name of a tool in `tool`")
@@ -258,45 +243,48 @@ class Session:
         ]
         if stray:
             raise _RefusedError("BAD_REQUEST", f"{action.kind} does not take {', '.join(stray)}")
-        if self._record is None:
+        episode = self._episode
+        if episode is None:
             raise _RefusedError("NO_EPISODE", "no episode: reset(split=..., index=...) first")
-        if action.kind != "list_tools" and self._phase != "turn_open":
-            outcome = self._record.outcome or self._phase
-            raise _RefusedError(
-                "NO_OPEN_TURN",
-                f"no turn is open: the episode of task '{self._record.task.spec.id}' ended "
-                f"({outcome}); reset to play another",
-            )
-        return self._record
+        if action.kind != "list_tools":
+            try:
+                episode.require_open_turn()
+            except EpisodeError as closed:
+                raise _RefusedError(closed.code, f"{closed.message}; reset to play another") from None
+        return episode
 
     def _interrupted(
-        self, record: EpisodeRecord, interrupted: InterruptedCallError, timeout_s: float | None, call: str
+        self, episode: Episode, interrupted: InterruptedCallError, timeout_s: float | None, call: str
     ) -> AgentEnvObservation:
-        spec = record.task.spec
+        task = episode.task.id
         if interrupted.code == "DEADLINE_EXCEEDED":
             message = (
-                f"{call} missed its deadline of {timeout_s:g} s: the episode of task '{spec.id}' ended "
+                f"{call} missed its deadline of {timeout_s:g} s: the episode of task '{task}' ended "
                 "and is torn down"
             )
         elif interrupted.code == "SHUTTING_DOWN":
-            message = f"{call}: the server is shutting down: the episode of task '{spec.id}' ended"
+            message = f"{call}: the server is shutting down: the episode of task '{task}' ended"
         else:
-            message = f"{call}: the client disconnected: the episode of task '{spec.id}' ended"
-        return self._failed(record, interrupted.code, message, call)
+            message = f"{call}: the client disconnected: the episode of task '{task}' ended"
+        return self._failed(episode, EpisodeError(interrupted.code, message), call)
 
-    def _failed(self, record: EpisodeRecord, code: str, message: str, call: str) -> AgentEnvObservation:
+    def _failed(self, episode: Episode, error: EpisodeError, call: str) -> AgentEnvObservation:
         """End the episode with an error; its teardown starts now and runs after the reply."""
-        record.end(f"failed {code}: {message}")
-        self._phase, self._turn = "ended", None
-        self._context.tracker.teardown(record)
-        observation = _error(code, message, call, observation=self._observation(record))
+        episode.fail(error)
+        self._context.tracker.teardown(episode)
+        observation = _error(error.code, error.message, call, observation=self._observation(episode))
         observation.done = True
         return observation
 
-    def _observation(self, record: EpisodeRecord, **fields: Any) -> AgentEnvObservation:
-        spec = record.task.spec
+    def _observation(self, episode: Episode, **fields: Any) -> AgentEnvObservation:
+        task = episode.task
         return AgentEnvObservation(
-            task_id=spec.id, split=spec.split, index=spec.index, turn=self._turn, turns=spec.turns, **fields
+            task_id=task.id,
+            split=task.split,
+            index=task.index,
+            turn=episode.open_turn,
+            turns=len(task.turns),
+            **fields,
         )
 
 
@@ -313,6 +301,21 @@ def _error(
     answer = observation or AgentEnvObservation()
     answer.error = CallError(code=code, message=message, call=call)
     return answer
+
+
+_PHASES: dict[EpisodeState, Phase] = {
+    EpisodeState.NEW: "deploying",
+    EpisodeState.DEPLOYING: "deploying",
+    EpisodeState.TURN_OPEN: "turn_open",
+    EpisodeState.VERIFYING: "verifying",
+}
+
+
+def _phase(episode: Episode | None) -> Phase:
+    """Where the session's episode is, as the wire's state says it."""
+    if episode is None:
+        return "idle"
+    return _PHASES.get(episode.state, "ended")
 
 
 def _left(timeout_s: float | None, started: float) -> float | None:

@@ -10,45 +10,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
 
-from agent_env.episode import EpisodeAPI
-from agent_env.served import ServedTask
+from agent_env.episode import Episode
+from agent_env.events import ToolCalled, TurnEnded
 
 log = logging.getLogger("agent_env.openenv")
 
 
-@dataclass(eq=False)
-class EpisodeRecord:
-    """One episode of a session, from its reset until it is torn down."""
-
-    task: ServedTask
-    episode: EpisodeAPI
-    started: float = field(default_factory=time.monotonic)
-    calls: int = 0
-    outcome: str | None = None
-    ended: float | None = None
-    torn_down: bool = False
-
-    def end(self, outcome: str) -> None:
-        """Record how the episode ended (the first ending counts)."""
-        if self.outcome is None:
-            self.outcome = outcome
-            self.ended = time.monotonic()
-
-    def describe(self) -> str:
-        spec = self.task.spec
-        seconds = (self.ended or time.monotonic()) - self.started
-        return (
-            f"episode {spec.split}/{spec.index} {spec.id} [{spec.toolset.name}]: "
-            f"{self.outcome or 'abandoned'} after {self.calls} call{'s' if self.calls != 1 else ''} "
-            f"in {seconds:.2f}s"
-        )
+def describe(episode: Episode) -> str:
+    """The line the server logs of an episode once it is gone."""
+    task = episode.task
+    calls = sum(1 for event in episode.events if isinstance(event, ToolCalled | TurnEnded))
+    ended = episode.outcome.at if episode.outcome is not None else time.time()
+    seconds = ended - (episode.started_at if episode.started_at is not None else ended)
+    return (
+        f"episode {task.split}/{task.index} {task.id} [{task.toolset.name}]: "
+        f"{episode.outcome or 'abandoned'} after {calls} call{'s' if calls != 1 else ''} in {seconds:.2f}s"
+    )
 
 
 TEARDOWN_TIMEOUT_S = 120.0
 """The longest one episode's teardown may hold the server (its session's next reset, a shutdown):
-past it the episode is counted gone and the failure logged. The Episode API's own teardown gives up
+past it the episode is counted gone and the failure logged. An Episode's own teardown gives up
 on each of its steps sooner (`RELEASE_TIMEOUT_S`)."""
 
 
@@ -56,8 +39,8 @@ class EpisodeTracker:
     """The server's live episodes and teardowns; used on the server's event loop only."""
 
     def __init__(self) -> None:
-        self._live: set[EpisodeRecord] = set()
-        self._teardowns: dict[EpisodeRecord, asyncio.Task[None]] = {}
+        self._live: set[Episode] = set()
+        self._teardowns: dict[Episode, asyncio.Task[None]] = {}
         self.closing = False
 
     @property
@@ -69,47 +52,46 @@ class EpisodeTracker:
     def tearing_down(self) -> int:
         return len(self._teardowns)
 
-    def begin(self, record: EpisodeRecord) -> None:
-        self._live.add(record)
+    def begin(self, episode: Episode) -> None:
+        self._live.add(episode)
 
-    def teardown(self, record: EpisodeRecord) -> asyncio.Future[None]:
-        """Start the episode's teardown, once; the returned future is done when it is torn down."""
-        task = self._teardowns.get(record)
+    def teardown(self, episode: Episode, reason: str = "") -> asyncio.Future[None]:
+        """Start the episode's teardown, once, abandoning it for `reason` unless it already ended;
+        the returned future is done when it is torn down."""
+        episode.abandon(reason)
+        task = self._teardowns.get(episode)
         if task is not None:
             return task
         loop = asyncio.get_running_loop()
-        if record.torn_down:
+        if episode not in self._live:
             gone: asyncio.Future[None] = loop.create_future()
             gone.set_result(None)
             return gone
-        task = self._teardowns[record] = loop.create_task(self._tear_down(record))
+        task = self._teardowns[episode] = loop.create_task(self._tear_down(episode))
         return task
 
     async def drain(self) -> None:
         """Tear down every live episode and wait for every teardown: the server is going away."""
         self.closing = True
         while self._live or self._teardowns:
-            for record in list(self._live):
-                record.end("abandoned: the server shut down")
-                self.teardown(record)
+            for episode in list(self._live):
+                self.teardown(episode, "the server shut down")
             await asyncio.gather(*self._teardowns.values(), return_exceptions=True)
 
-    async def _tear_down(self, record: EpisodeRecord) -> None:
+    async def _tear_down(self, episode: Episode) -> None:
         try:
             async with asyncio.timeout(TEARDOWN_TIMEOUT_S):
-                await record.episode.teardown()
+                await episode.teardown()
         except TimeoutError:
             log.error(
                 "teardown of an episode of task '%s' took over %g s: given up on, it may leak",
-                record.task.spec.id,
+                episode.task.id,
                 TEARDOWN_TIMEOUT_S,
             )
         except Exception:
-            # The Episode API's teardown never raises; a hand-built one might.
-            log.exception("teardown of an episode of task '%s' raised", record.task.spec.id)
+            # An Episode's teardown never raises; a subclass's might.
+            log.exception("teardown of an episode of task '%s' raised", episode.task.id)
         finally:
-            record.end("abandoned")
-            record.torn_down = True
-            self._live.discard(record)
-            self._teardowns.pop(record, None)
-            log.info("%s", record.describe())
+            self._live.discard(episode)
+            self._teardowns.pop(episode, None)
+            log.info("%s", describe(episode))

@@ -21,6 +21,7 @@ import pytest
 from agent_env import Episode, EpisodeError
 from agent_env import episode as episode_module
 from agent_env.env import Env, EnvSpec
+from agent_env.episode import EpisodeState
 from agent_env.openenv import BackgroundServer
 from agent_env.openenv import tracker as tracker_module
 from agent_env.openenv.app import _app
@@ -167,4 +168,4 @@ def test_a_tool_that_raises_or_hangs_ends_as_an_error_and_the_next_episode_plays
     assert "the scale is broken under C1" in raised["observation"]["error"]["message"]
     assert raised["done"] is False
     assert missed["observation"]["error"]["code"] == "DEADLINE_EXCEEDED" and missed["done"] is True
-    assert tasks[1].episodes[0].torn_down.is_set()
+    assert tasks[1].episodes[0].state is EpisodeState.TORN_DOWN

@@ -18,9 +18,11 @@ import pytest
 from websockets.exceptions import ConnectionClosedError
 from websockets.sync.client import ClientConnection, connect
 
+from agent_env.episode import EpisodeState
 from agent_env.openenv import BackgroundServer
 from agent_env.openenv.app import _app
-from agent_env.testing import FakeEpisode, FakeTask, Gate, fake_served
+from agent_env.testing import FakeTask, Gate, calls, fake_served
+from agent_env.verifiers import VerifierContext
 from tst.unit._waiting import until
 from tst.unit.openenv._tools import add_crate
 
@@ -28,8 +30,8 @@ ANSWER_S = 10.0
 NESTED = 100_000
 
 
-def stored(episode: FakeEpisode) -> float:
-    return 1.0 if any(name == "add_crate" for name, _ in episode.calls) else 0.0
+def stored(context: VerifierContext) -> float:
+    return 1.0 if any(name == "add_crate" for name, _ in calls(context)) else 0.0
 
 
 def dock(task_id: str, **options: Any) -> FakeTask:
@@ -177,7 +179,7 @@ def test_unicode_arguments_reach_the_tool_and_come_back_as_they_were(
     raw.close()
 
     assert called["observation"]["result"] == f"stored dry crate {label} in bay 2"
-    assert tasks[0].episodes[0].calls == [("add_crate", {"crate": label, "bay": 2})]
+    assert calls(tasks[0].episodes[0]) == [("add_crate", {"crate": label, "bay": 2})]
 
 
 def test_a_frame_too_big_to_take_ends_only_its_connection_and_its_episode_is_torn_down(
@@ -197,7 +199,7 @@ def test_a_frame_too_big_to_take_ends_only_its_connection_and_its_episode_is_tor
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009  # "message too big"
     assert (scored["done"], scored["reward"]) == (True, 1.0)
     assert until(lambda: status(served)["live_episodes"] == 0)
-    assert all(e.torn_down.is_set() for task in tasks for e in task.episodes)
+    assert all(e.state is EpisodeState.TORN_DOWN for task in tasks for e in task.episodes)
 
 
 def test_a_reset_for_another_task_sent_while_a_call_is_in_flight_waits_for_it_then_starts_that_task(
@@ -228,7 +230,7 @@ def test_a_reset_for_another_task_sent_while_a_call_is_in_flight_waits_for_it_th
     assert called["observation"]["result"] == "stored dry crate C1 in bay 2"
     assert restarted["observation"]["task_id"] == "belt"
     assert (scored["done"], scored["reward"]) == (True, 1.0)
-    assert tasks[0].episodes[0].torn_down.is_set() and tasks[0].episodes[0].score is None
+    assert tasks[0].episodes[0].state is EpisodeState.TORN_DOWN and tasks[0].episodes[0].score is None
     assert until(lambda: status(served)["live_episodes"] == 0)
 
 

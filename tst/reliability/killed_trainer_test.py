@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agent_env.episode import EpisodeState
 from agent_env.openenv import BackgroundServer
 from agent_env.openenv.app import _app
 from agent_env.testing import Gate, fake_served
@@ -75,7 +76,7 @@ def test_a_trainer_killed_mid_phase_has_its_episode_torn_down_and_the_server_pla
         os.killpg(trainer.pid, signal.SIGKILL)
         trainer.wait(TEARDOWN_S)
 
-        assert until(lambda: tasks[0].episodes[0].torn_down.is_set(), TEARDOWN_S)
+        assert until(lambda: tasks[0].episodes[0].state is EpisodeState.TORN_DOWN, TEARDOWN_S)
         assert until(lambda: status(server)["live_episodes"] == 0 and status(server)["connections"] == 0)
         other = Raw(server.url)
         observation(other.ask("reset", {"split": "train", "index": 1}))

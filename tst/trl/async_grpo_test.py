@@ -37,10 +37,12 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
 
 from trl.experimental.async_grpo import async_rollout_worker  # noqa: E402
 
+from agent_env.episode import Episode, EpisodeState  # noqa: E402
 from agent_env.openenv import BackgroundServer  # noqa: E402
 from agent_env.openenv.app import _app  # noqa: E402
-from agent_env.testing import FakeEpisode, FakeTask, Gate, fake_served  # noqa: E402
+from agent_env.testing import FakeTask, Gate, calls, fake_served  # noqa: E402
 from agent_env.training.trl import AgentEnv  # noqa: E402
+from agent_env.verifiers import VerifierContext  # noqa: E402
 from examples.train_grpo import tiny_model_and_tokenizer  # noqa: E402
 from tst.trl._vllm_stand_in import StandInVLLM  # noqa: E402
 from tst.unit._waiting import child_processes, until  # noqa: E402
@@ -102,8 +104,8 @@ def _stored(text: str) -> tuple[str, int]:
     return found[1], int(found[2])
 
 
-def stored_in_bay_2(episode: FakeEpisode) -> float:
-    return 1.0 if any(args.get("bay") == SCORING_BAY for name, args in episode.calls) else 0.0
+def stored_in_bay_2(context: VerifierContext) -> float:
+    return 1.0 if any(args.get("bay") == SCORING_BAY for name, args in calls(context)) else 0.0
 
 
 @dataclass
@@ -111,14 +113,14 @@ class Served:
     env: AgentEnv
     tasks: list[FakeTask]
 
-    def episodes(self) -> list[FakeEpisode]:
+    def episodes(self) -> list[Episode]:
         return [episode for task in self.tasks for episode in task.episodes]
 
     def live(self) -> int:
         return sum(len(task.live) for task in self.tasks)
 
-    def episode_storing(self, crate: str) -> FakeEpisode:
-        [episode] = [e for e in self.episodes() if any(args.get("crate") == crate for _, args in e.calls)]
+    def episode_storing(self, crate: str) -> Episode:
+        [episode] = [e for e in self.episodes() if any(args.get("crate") == crate for _, args in calls(e))]
         return episode
 
 
@@ -289,7 +291,7 @@ def test_asyncgrpos_rollout_worker_plays_rollouts_at_once_from_the_unpickled_fac
     finally:
         stop(worker)
 
-    unplayed = [e for e in served.episodes() if not e.calls]
+    unplayed = [e for e in served.episodes() if not calls(e)]
     assert unplayed == [probe], "the rollout process played a task again to list the tools"
     assert stand_in.held_together == HELD_TOGETHER
     assert stand_in.ready_while_held, f"the server never had {HELD_TOGETHER} episodes live at once"
@@ -300,7 +302,7 @@ def test_asyncgrpos_rollout_worker_plays_rollouts_at_once_from_the_unpickled_fac
         assert len(samples[group]) == GENERATIONS
         for sample in samples[group]:
             episode = served.episode_storing(crate_of(sample))
-            assert episode.task is task
+            assert episode in task.episodes
             assert scored_as(sample.metrics[column], episode.score)
             assert scored_as(sample.metrics["reward"], episode.score)  # the environment's is the only reward
     for group in (0, 1):  # of each pair, the rollout that stored its crate in bay 2 scored 1
@@ -316,7 +318,7 @@ def test_asyncgrpos_rollout_worker_plays_rollouts_at_once_from_the_unpickled_fac
         assert "deadline" in missed, missed
 
     assert until(lambda: served.live() == 0, TEARDOWN_S), f"{served.live()} episodes left on the server"
-    assert all(e.torn_down.is_set() for e in served.episodes())
+    assert all(e.state is EpisodeState.TORN_DOWN for e in served.episodes())
 
 
 @pytest.mark.timeout(240)
@@ -333,7 +335,7 @@ def test_a_rollout_process_killed_mid_rollout_has_its_episodes_torn_down_on_the_
     worker = rollout_worker(env, tokenizer, vllm_url)
     try:
         worker.start()
-        mid_call = lambda: sum(1 for task in served.tasks for e in task.live if e.calls)  # noqa: E731
+        mid_call = lambda: sum(1 for task in served.tasks for e in task.live if calls(e))  # noqa: E731
         assert until(lambda: mid_call() >= 3, COLLECT_S), "the rollouts never reached add_crate"
         [rollout_process] = multiprocessing.active_children()
         os.kill(rollout_process.pid, signal.SIGKILL)
@@ -342,7 +344,7 @@ def test_a_rollout_process_killed_mid_rollout_has_its_episodes_torn_down_on_the_
         assert until(lambda: served.live() == 0, TEARDOWN_S), (
             f"{served.live()} episodes left after {TEARDOWN_S} s"
         )
-        assert all(e.torn_down.is_set() for e in served.episodes())
+        assert all(e.state is EpisodeState.TORN_DOWN for e in served.episodes())
     finally:
         # Not after the kill: TRL's stop() sets a multiprocessing Event, and Event.set() waits for
         # every process waiting on it to wake; the killed one never does.

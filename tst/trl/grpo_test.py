@@ -23,8 +23,9 @@ import torch  # noqa: E402
 from trl import GRPOTrainer  # noqa: E402
 
 from agent_env.openenv.app import _app  # noqa: E402
-from agent_env.testing import FakeEpisode, FakeTask, fake_served  # noqa: E402
+from agent_env.testing import FakeTask, calls, fake_served  # noqa: E402
 from agent_env.training.trl import AgentEnv  # noqa: E402
+from agent_env.verifiers import VerifierContext  # noqa: E402
 from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E402
 from tst.unit._waiting import until  # noqa: E402
 from tst.unit.openenv._tools import add_crate, list_crates  # noqa: E402
@@ -34,8 +35,8 @@ STORE = {"name": "add_crate", "arguments": {"crate": "C1", "bay": 2}}
 END = {"name": "end_turn", "arguments": {"reply": "Stored."}}
 
 
-def stored_a_crate(episode: FakeEpisode) -> float:
-    return 1.0 if any(name == "add_crate" for name, _ in episode.calls) else 0.0
+def stored_a_crate(context: VerifierContext) -> float:
+    return 1.0 if any(name == "add_crate" for name, _ in calls(context)) else 0.0
 
 
 def call(tool: dict[str, Any]) -> str:

@@ -202,8 +202,8 @@ def test_a_call_with_no_open_turn_is_refused(when: str, call: str):
     error = error_of(episode.call_tool("list_crates", {}) if call == "call_tool" else episode.end_turn("2"))
 
     assert error.code == "NO_OPEN_TURN"
-    state = "new" if when == "before deploy" else "scored"
-    assert error.message == f"no turn is open: the episode of task 'count-bay-000' is {state}"
+    where = "is new" if when == "before deploy" else "ended (scored 0)"
+    assert error.message == f"no turn is open: the episode of task 'count-bay-000' {where}"
 
 
 def test_a_two_turn_task_answers_its_first_end_turn_with_the_second_prompt_and_scores_on_the_second():
@@ -368,7 +368,7 @@ def test_teardown_while_a_deploy_makes_the_sandbox_still_removes_the_sandbox(tmp
         deploying = asyncio.create_task(episode.deploy())
         await asyncio.wait_for(sandboxes.reached.wait(), WAIT_S)
         tearing_down = asyncio.create_task(episode.teardown())
-        assert await eventually(lambda: episode.state is EpisodeState.TORN_DOWN)
+        assert await eventually(lambda: episode.state is EpisodeState.TEARING_DOWN)
         sandboxes.release.set()
         await asyncio.wait_for(tearing_down, WAIT_S)
         with pytest.raises(EpisodeError) as caught:
@@ -410,7 +410,7 @@ def test_teardown_while_a_deploy_makes_an_env_closes_that_env_once_it_is_made(he
         deploying = asyncio.create_task(episode.deploy())
         assert await asyncio.to_thread(reached.wait, WAIT_S)
         tearing_down = asyncio.create_task(episode.teardown())
-        assert await eventually(lambda: episode.state is EpisodeState.TORN_DOWN)
+        assert await eventually(lambda: episode.state is EpisodeState.TEARING_DOWN)
         release.set()
         await asyncio.wait_for(tearing_down, WAIT_S)
         at_teardown = list(log)

@@ -8,8 +8,19 @@ from pathlib import Path
 import pytest
 
 import agent_env
-from agent_env import PlayResult, Script, ScriptedCall, ScriptedTurn, load_solutions, play
-from agent_env.testing import FakeEpisode, FakeTask
+from agent_env import (
+    Episode,
+    EpisodeState,
+    PlayResult,
+    Script,
+    ScriptedCall,
+    ScriptedTurn,
+    TurnEnd,
+    load_solutions,
+    play,
+)
+from agent_env.testing import FakeTask, calls
+from agent_env.verifiers import VerifierContext
 
 HARBOR = Path(__file__).resolve().parents[2] / "examples" / "harbor"
 
@@ -23,8 +34,8 @@ def weigh(crate: str) -> str:
     return f"{crate}: 40 kg"
 
 
-def weighed(episode: FakeEpisode) -> float:
-    return 1.0 if ("weigh", {"crate": "C12"}) in episode.calls else 0.0
+def weighed(context: VerifierContext) -> float:
+    return 1.0 if ("weigh", {"crate": "C12"}) in calls(context) else 0.0
 
 
 def call(tool: str, **arguments: object) -> ScriptedCall:
@@ -52,7 +63,7 @@ def test_play_ends_the_turns_a_script_leaves_open_with_empty_replies_and_tears_d
         ],
     )
     assert episode.replies == ["40 kg.", "", ""]
-    assert episode.torn_down.is_set()
+    assert episode.state is EpisodeState.TORN_DOWN
 
 
 def test_play_records_tool_errors_in_the_transcript_and_keeps_going():
@@ -75,20 +86,26 @@ def test_play_returns_the_error_when_deploy_fails_and_still_tears_down():
 
     result = asyncio.run(play(episode, [ScriptedTurn(reply="Done.")]))
 
-    assert result == PlayResult(error="deploy of task 'stuck' failed: no berth free (code: DEPLOY_FAILED)")
-    assert episode.torn_down.is_set()
+    assert result == PlayResult(
+        error="deploy of task 'stuck' failed: RuntimeError: no berth free (code: DEPLOY_FAILED)"
+    )
+    assert episode.state is EpisodeState.TORN_DOWN
+
+
+class BrokenScales(Episode):
+    """An episode whose turn's end raises what an Episode never does."""
+
+    async def end_turn(self, reply: str) -> TurnEnd:
+        raise RuntimeError("the scales are broken")
 
 
 def test_play_tears_down_even_when_a_step_raises_something_other_than_an_episode_error():
-    def broken_scales(episode: FakeEpisode) -> float:
-        raise RuntimeError("the scales are broken")
-
-    episode = FakeTask("weigh", tools=[weigh], score=broken_scales).new_episode()
+    episode = BrokenScales(FakeTask("weigh", tools=[weigh]).task_at("train", 0))
 
     with pytest.raises(RuntimeError, match="the scales are broken"):
         asyncio.run(play(episode, []))
 
-    assert episode.torn_down.is_set()
+    assert episode.state is EpisodeState.TORN_DOWN
 
 
 def test_load_solutions_gives_the_example_s_reference_plays_by_task_id():

@@ -1,4 +1,4 @@
-"""The Episode API's fakes: fake tasks served as a bundle's are, scripted answers, and gates."""
+"""The fakes: real tasks whose steps are scripted, served as a bundle's are, and gates."""
 
 from __future__ import annotations
 
@@ -10,8 +10,21 @@ from typing import Any
 
 import pytest
 
-from agent_env import BASH_TOOL, AccessChange, EpisodeError, TaskSpec, Tool, ToolsetSpec, TurnEnd
-from agent_env.testing import FakeEpisode, FakeTask, Gate, fake_served
+from agent_env import (
+    BASH_TOOL,
+    AccessChange,
+    CommandResult,
+    EpisodeError,
+    EpisodeState,
+    TaskSpec,
+    Tool,
+    ToolsetSpec,
+    TurnEnd,
+)
+from agent_env.episode import Episode
+from agent_env.testing import FakeTask, Gate, Score, calls, fake_served
+from agent_env.verifiers import VerifierContext
+from tst.unit._waiting import until
 
 WAIT_S = 5.0
 
@@ -113,7 +126,7 @@ def test_each_served_fake_task_makes_a_fresh_episode_and_records_it():
 
     episodes = [served["train"][0].new_episode() for _ in range(2)]
 
-    assert all(isinstance(episode, FakeEpisode) for episode in episodes)
+    assert all(isinstance(episode, Episode) for episode in episodes)
     assert episodes[0] is not episodes[1]
     assert task.episodes == episodes
 
@@ -132,7 +145,7 @@ def test_a_scripted_tool_answers_with_its_function_s_result_and_its_schema_is_th
 
     assert answer == "C12: 80 kg"
     assert episode.tools == [Tool.from_function(weigh).schema]
-    assert episode.calls == [("weigh", {"crate": "C12", "times": 2})]
+    assert calls(episode) == [("weigh", {"crate": "C12", "times": 2})]
 
 
 @pytest.mark.parametrize(
@@ -169,7 +182,7 @@ def test_a_scripted_tool_that_raises_answers_with_tool_error():
 
 def test_a_fake_task_with_bash_offers_bash_last_and_answers_with_its_scripted_result():
     episode = FakeTask(
-        "shell", tools=[weigh], bash=True, bash_result=lambda command: f"ran {command}"
+        "shell", tools=[weigh], bash=True, bash_result=lambda command: CommandResult(0, f"ran {command}")
     ).new_episode()
 
     async def main() -> str:
@@ -178,13 +191,13 @@ def test_a_fake_task_with_bash_offers_bash_last_and_answers_with_its_scripted_re
 
     answer = asyncio.run(main())
 
-    assert answer == "ran ls"
+    assert answer == "ran ls\n[exit code: 0]"
     assert [tool["function"]["name"] for tool in episode.tools] == ["weigh", "bash"]
     assert episode.tools[-1] == BASH_TOOL
 
 
-def weighed_c12(episode: FakeEpisode) -> float:
-    return 1.0 if ("weigh", {"crate": "C12"}) in episode.calls else 0.0
+def weighed_c12(context: VerifierContext) -> float:
+    return 1.0 if ("weigh", {"crate": "C12"}) in calls(context) else 0.0
 
 
 @pytest.mark.parametrize(
@@ -193,7 +206,7 @@ def weighed_c12(episode: FakeEpisode) -> float:
     ids=["a number", "a function of the calls, met", "a function of the calls, missed"],
 )
 def test_the_scripted_score_comes_back_on_the_last_end_turn(
-    score: float | Callable[[FakeEpisode], float], calls: list[dict[str, Any]], expected: float
+    score: Score, calls: list[dict[str, Any]], expected: float
 ):
     episode = FakeTask(
         "weigh", tools=[weigh], turns=("Weigh a crate.", "Say done."), score=score
@@ -216,11 +229,14 @@ def test_a_fake_task_with_a_deploy_error_fails_its_deploy_with_deploy_failed():
 
     error = error_of(episode.deploy())
 
-    assert (error.code, error.message) == ("DEPLOY_FAILED", "deploy of task 'stuck' failed: no berth free")
+    assert (error.code, error.message) == (
+        "DEPLOY_FAILED",
+        "deploy of task 'stuck' failed: RuntimeError: no berth free",
+    )
 
 
 @pytest.mark.parametrize("when", ["before deploy", "after the score"])
-def test_a_fake_episode_refuses_calls_with_no_open_turn(when: str):
+def test_a_fake_task_s_episode_refuses_calls_with_no_open_turn_by_the_core_s_own_rule(when: str):
     episode = FakeTask("weigh", tools=[weigh]).new_episode()
 
     async def score() -> None:
@@ -284,7 +300,7 @@ def test_live_lists_the_episodes_deployed_or_deploying_and_not_yet_torn_down(loo
     on(loop, open_turn.deploy()).result(WAIT_S)
     gate.hold()
     held = on(loop, deploying.deploy())
-    assert deploying.deploying.wait(WAIT_S)
+    assert until(lambda: deploying.state is EpisodeState.DEPLOYING, WAIT_S)
 
     live = task.live
 

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from agent_env import Agent, Env, EpisodeError, LocalSandboxProvider, Task, Toolset, VerifierContext
 from agent_env.verifiers import (
+    VERIFIER_TYPES,
     BashCheck,
     FunctionCheck,
     ItemsCheck,
@@ -284,3 +285,7 @@ def test_a_bash_check_without_a_sandbox_fails_naming_the_task():
     error = failed(BashCheck(type="bash", command="true"))
 
     assert error.message == "task 'stack-crates' has no sandbox to run bash in"
+
+
+def test_the_verifier_types_a_task_may_name_are_read_from_the_checks_themselves():
+    assert VERIFIER_TYPES == ("items", "bash", "reply", "function")

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_env.episode import EpisodeState
 from agent_env.openenv import (
     DEFAULT_MAX_CONCURRENT_ENVS,
     AgentEnvAction,
@@ -17,7 +18,7 @@ from agent_env.openenv import (
     resolve_max_concurrent_envs,
 )
 from agent_env.openenv.app import _app
-from agent_env.testing import FakeTask, fake_served
+from agent_env.testing import FakeTask, calls, fake_served
 from tst.unit._waiting import WAIT_S, until
 from tst.unit.openenv._harbor import HARBOR
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
@@ -61,7 +62,7 @@ def test_at_capacity_a_second_session_is_refused_with_capacity_reached_while_the
     )
     assert played.observation["error"] is None
     assert played.observation["result"] == "stored dry crate C1 in bay 2"
-    assert len(task.episodes) == 1 and task.episodes[0].calls == [("add_crate", {"crate": "C1", "bay": 2})]
+    assert len(task.episodes) == 1 and calls(task.episodes[0]) == [("add_crate", {"crate": "C1", "bay": 2})]
     assert connections_become(server, 1)
     assert status(server)["live_episodes"] == 1
 
@@ -114,7 +115,7 @@ def test_once_the_session_at_capacity_closes_a_new_session_is_accepted_and_plays
     opened = later.reset(split="train", index=0)
     scored = later.step(AgentEnvAction.end_turn("done").wire())
 
-    assert task.episodes[0].torn_down.is_set()
+    assert task.episodes[0].state is EpisodeState.TORN_DOWN
     assert opened.observation["error"] is None and opened.observation["task_id"] == "crates"
     assert (scored.done, scored.reward) == (True, 1.0)
     assert len(task.episodes) == 2

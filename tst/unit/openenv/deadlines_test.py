@@ -10,8 +10,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from agent_env.episode import EpisodeState
 from agent_env.openenv import AgentEnvAction
-from agent_env.testing import FakeTask, Gate
+from agent_env.testing import FakeTask, Gate, calls
 from tst.unit.openenv._tools import add_crate, list_crates
 from tst.unit.openenv.conftest import Connect, Serve
 
@@ -32,7 +33,8 @@ def test_a_reset_held_before_its_first_turn_answers_at_its_deadline_before_its_e
     assert error["call"] == "reset train/0"
     assert "missed its deadline of 0.5 s" in error["message"]
     assert answer.done is True and answer.reward is None
-    assert not task.episodes[0].torn_down.is_set()
+    assert task.episodes[0].state is not EpisodeState.TORN_DOWN
+    deploy.release()  # the teardown waits for the env the deploy was still making, then closes it
     assert teardown.wait_reached()
     teardown.release()
     assert task.wait_all_torn_down()
@@ -53,7 +55,7 @@ def test_an_end_turn_held_before_its_score_answers_at_its_deadline_before_its_ep
     assert error["call"] == "end_turn"
     assert answer.done is True and answer.reward is None
     assert verify.reached.is_set() and not verify.passed.is_set()
-    assert not task.episodes[0].torn_down.is_set()
+    assert task.episodes[0].state is not EpisodeState.TORN_DOWN
     teardown.release()
     assert task.wait_all_torn_down()
 
@@ -75,7 +77,7 @@ def test_a_tool_that_misses_its_deadline_answers_at_once_and_its_episode_is_torn
     assert error["call"] == "call_tool add_crate"
     assert "call_tool add_crate missed its deadline of 0.5 s" in error["message"]
     assert answer.done is True
-    assert not task.episodes[0].torn_down.is_set()
+    assert task.episodes[0].state is not EpisodeState.TORN_DOWN
     teardown.release()
     assert task.wait_all_torn_down()
 
@@ -149,5 +151,5 @@ def test_a_deadline_that_is_not_a_positive_number_is_refused_and_the_turn_stays_
         "metadata.timeout_s must be a number of seconds > 0, got -1"
         in refused[0].observation["error"]["message"]
     )
-    assert task.episodes[0].calls == [("add_crate", arguments)]
+    assert calls(task.episodes[0]) == [("add_crate", arguments)]
     assert good.observation["result"] == "stored dry crate C1 in bay 2"

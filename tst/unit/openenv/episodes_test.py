@@ -14,7 +14,7 @@ import pytest
 
 from agent_env.openenv import AgentEnvAction, build_app
 from agent_env.sandbox import LocalSandboxProvider
-from agent_env.testing import FakeTask
+from agent_env.testing import FakeTask, calls
 from tst.unit._waiting import until
 from tst.unit.openenv._harbor import (
     ACCESS_TASK,
@@ -381,7 +381,7 @@ def test_a_tool_that_raises_is_a_tool_error_with_the_tools_own_message_and_the_t
     assert jammed.done is False and jammed.observation["task_id"] == "jammed"
     assert stored.observation["result"] == "stored dry crate C1 in bay 2"
     assert (scored.done, scored.reward) == (True, 1.0)
-    assert task.episodes[0].calls == [
+    assert calls(task.episodes[0]) == [
         ("jam_crane", {"crate": "C1"}),
         ("add_crate", {"crate": "C1", "bay": 2}),
     ]

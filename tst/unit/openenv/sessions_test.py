@@ -16,7 +16,7 @@ from websockets.sync.client import connect as connect_websocket
 from agent_env.openenv import BackgroundServer
 from agent_env.openenv.app import _app
 from agent_env.openenv.sessions import ATTACH_REFUSED
-from agent_env.testing import FakeTask, fake_served
+from agent_env.testing import FakeTask, calls, fake_served
 from tst.unit._waiting import until
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
 from tst.unit.openenv._tools import add_crate
@@ -130,7 +130,7 @@ def test_a_websocket_naming_another_clients_session_is_refused_and_the_owner_pla
     assert "Connect to /ws without `session_id`" in refusal["data"]["message"]
     assert intruder.close_code == 1008
     assert stored["data"]["observation"]["result"] == "stored dry crate C1 in bay 2"
-    assert task.episodes[0].calls == [("add_crate", {"crate": "C1", "bay": 2})]
+    assert calls(task.episodes[0]) == [("add_crate", {"crate": "C1", "bay": 2})]
     assert sessions_then == {"held": 1, "websocket": 1, "without_client": 0}
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 from websockets.sync.client import connect as connect_ws
 
+from agent_env.episode import EpisodeState
 from agent_env.openenv import AgentEnvAction, build_app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, Gate
@@ -72,7 +73,7 @@ def test_the_next_reset_waits_for_the_previous_episodes_teardown(serve: Serve, c
     resetting.join(WAIT_S)
 
     assert waited
-    assert task.episodes[0].torn_down.is_set()
+    assert task.episodes[0].state is EpisodeState.TORN_DOWN
     assert answers[0].observation["error"] is None and answers[0].observation["turn"] == 1
     assert len(task.episodes) == 2
 
@@ -92,7 +93,7 @@ def test_a_sessions_close_waits_for_its_episodes_teardown(serve: Serve, connect:
 
     assert held["connections"] == 1 and held["live_episodes"] == 1 and held["tearing_down"] == 1
     assert until(lambda: status(server.url, "dock")["connections"] == 0, WAIT_S)
-    assert task.episodes[0].torn_down.is_set()
+    assert task.episodes[0].state is EpisodeState.TORN_DOWN
     assert status(server.url, "dock")["live_episodes"] == 0
 
 
@@ -120,8 +121,8 @@ def test_shutdown_waits_for_every_teardown_and_tears_down_every_live_episode(
 
     assert waited
     assert not stopping.is_alive() and not server.running
-    assert held.episodes[0].torn_down.is_set()
-    assert live.episodes[0].torn_down.is_set()
+    assert held.episodes[0].state is EpisodeState.TORN_DOWN
+    assert live.episodes[0].state is EpisodeState.TORN_DOWN
 
 
 def test_a_client_that_disconnects_mid_call_has_its_episode_torn_down_with_nothing_left_running(

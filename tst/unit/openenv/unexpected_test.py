@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from agent_env.episode import TurnEnd
+from agent_env.episode import Episode, EpisodeState
 from agent_env.openenv import AgentEnvAction
 from agent_env.openenv.app import _app
 from agent_env.openenv.context import ServerContext
@@ -17,33 +17,24 @@ from tst.unit.openenv._tools import add_crate
 from tst.unit.openenv.conftest import Connect, Serve
 
 
-class BrokenEpisode:
-    """A hand-built episode whose tool call fails in a way the Episode API never does."""
-
-    torn_down = False
-
-    @property
-    def tools(self) -> list[dict[str, Any]]:
-        return []
-
-    async def deploy(self) -> str:
-        return "Do it."
+class BrokenEpisode(Episode):
+    """An episode whose tool call fails in a way an Episode never does."""
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
         raise KeyError(name)
-
-    async def end_turn(self, reply: str) -> TurnEnd:
-        return TurnEnd(done=True, turn=1, score=1.0)
-
-    async def teardown(self) -> None:
-        BrokenEpisode.torn_down = True
 
 
 def test_an_episode_that_raises_something_unexpected_ends_with_an_internal_error_and_is_torn_down(
     serve: Serve, connect: Connect
 ) -> None:
-    spec = FakeTask("broken").spec("train", 0)
-    served = {"train": (ServedTask(spec, BrokenEpisode),)}
+    task = FakeTask("broken").task_at("train", 0)
+    broken: list[Episode] = []
+
+    def new_episode() -> Episode:
+        broken.append(BrokenEpisode(task))
+        return broken[-1]
+
+    served = {"train": (ServedTask(task.spec, new_episode),)}
     client = connect(serve(_app(served)).url, message_timeout_s=10)
     client.reset(split="train", index=0)
 
@@ -53,7 +44,7 @@ def test_an_episode_that_raises_something_unexpected_ends_with_an_internal_error
     assert answer.observation["error"]["code"] == "INTERNAL_ERROR"
     assert answer.observation["error"]["message"] == "call_tool lift: KeyError: 'lift'"
     assert answer.done is True
-    assert BrokenEpisode.torn_down
+    assert broken[0].state is EpisodeState.TORN_DOWN
     assert again.observation["error"] is None
 
 

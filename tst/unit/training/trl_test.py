@@ -7,6 +7,7 @@ as tools with keyword arguments, and reads `get_reward` once per rollout; instan
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import pickle
 import socket
@@ -18,9 +19,10 @@ from typing import Any, Literal
 
 import pytest
 
+from agent_env import Tool
 from agent_env.openenv import BackgroundServer
 from agent_env.openenv.app import _app
-from agent_env.testing import FakeEpisode, FakeTask, Gate, fake_served
+from agent_env.testing import FakeTask, Gate, calls, fake_served
 from agent_env.training.trl import (
     TASK_OVER,
     AgentEnv,
@@ -30,6 +32,7 @@ from agent_env.training.trl import (
     UnknownSplitError,
     UnsupportedToolError,
 )
+from agent_env.verifiers import VerifierContext
 from tst.unit._waiting import until
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
 from tst.unit.openenv._tools import add_crate, jam_crane, list_crates
@@ -38,8 +41,8 @@ from tst.unit.training.conftest import Open, RecordFrames, trl_tools
 Serve = typing.Callable[..., BackgroundServer]
 
 
-def stored_a_crate(episode: FakeEpisode) -> float:
-    return 1.0 if any(name == "add_crate" for name, _ in episode.calls) else 0.0
+def stored_a_crate(context: VerifierContext) -> float:
+    return 1.0 if any(name == "add_crate" for name, _ in calls(context)) else 0.0
 
 
 def dock_task(task_id: str = "store", **options: Any) -> FakeTask:
@@ -152,7 +155,7 @@ def test_a_rollout_plays_on_the_server_and_a_reused_environment_scores_each_of_i
     assert environment.get_reward() == 0.0
 
     rollouts = task.episodes[1:]  # the first is the factory's, which listed the tools
-    assert [e.calls for e in rollouts] == [
+    assert [calls(e) for e in rollouts] == [
         [("add_crate", {"crate": "C1", "bay": 2}), ("list_crates", {})],
         [],
     ]
@@ -395,20 +398,14 @@ def test_toolsets_that_differ_get_a_class_each_and_every_row_names_its_environme
     assert pantry.get_reward() == 0.5
 
 
-class _BadlyNamedTask(FakeTask):
-    @property
-    def tool_schemas(self) -> list[dict[str, Any]]:
-        listed = super().tool_schemas
-        renamed = {**listed[0]["function"], "name": "list-crates"}
-        return [{"type": "function", "function": renamed}]
-
-
 def test_a_tool_name_trl_cannot_call_is_refused_when_the_factory_is_built(
     serve: Serve, open_env: Open
 ) -> None:
-    env = open_env(serve({"train": [_BadlyNamedTask("bad", tools=[list_crates])]}).url)
+    badly_named = dataclasses.replace(Tool.from_function(list_crates), name="list-crates")
+    env = open_env(serve({"train": [FakeTask("bad", tools=[badly_named])]}).url)
 
-    with pytest.raises(UnsupportedToolError, match=r"toolset 'fake': tool 'list-crates' is not a name TRL"):
+    refusal = r"toolset 'fake': tool 'list-crates' is not a name a trainer can call"
+    with pytest.raises(UnsupportedToolError, match=refusal):
         env.factory  # noqa: B018
 
 

@@ -11,9 +11,10 @@ import pytest
 from agent_env import load_bundle
 from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer
 from agent_env.openenv.app import _app
-from agent_env.testing import FakeEpisode, FakeTask, fake_served
+from agent_env.testing import FakeTask, calls, fake_served
 from agent_env.training.trl import TASK_OVER, AgentEnv, ServerUnavailableError
 from agent_env.training.trl.session import Session
+from agent_env.verifiers import VerifierContext
 from tst.unit.openenv._harbor import HARBOR
 from tst.unit.openenv._tools import add_crate
 from tst.unit.training.conftest import Open, trl_tools
@@ -22,8 +23,8 @@ Serve = typing.Callable[..., BackgroundServer]
 TOKEN = "train-me-0123"
 
 
-def stored(episode: FakeEpisode) -> float:
-    return 1.0 if episode.calls else 0.0
+def stored(context: VerifierContext) -> float:
+    return 1.0 if calls(context) else 0.0
 
 
 def guarded(serve: Serve) -> tuple[BackgroundServer, FakeTask]:
