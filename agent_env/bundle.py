@@ -23,7 +23,7 @@ import sys
 import tomllib
 import traceback
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -35,13 +35,12 @@ from agent_env.errors import BundleError, EnvDefinitionError, Problem
 from agent_env.sandbox.registry import PROVIDERS
 from agent_env.task import Agent, AgentConfig, BundleConfig, FileSource, Task, TaskEntry
 from agent_env.toolset import AccessChange, Toolset
-from agent_env.verifiers import FunctionCheck, ItemsCheck, Verifier, VerifierFunction
+from agent_env.verifiers import VERIFIER_TYPES, FunctionCheck, ItemsCheck, Verifier, VerifierFunction
 
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _TASK_SUFFIXES = (".jsonl", ".json")
 MAX_FILE_BYTES = 256 * 2**20
 """The largest task file or sandbox source a bundle may hold: a bigger one is refused unread."""
-_VERIFIER_TAGS = ("items", "bash", "reply", "function")
 _module_counter = itertools.count()
 
 
@@ -55,7 +54,6 @@ class Bundle:
     envs: Mapping[str, EnvSpec]
     agents: Mapping[str, Agent]
     splits: Mapping[str, tuple[Task, ...]]
-    functions: Mapping[str, VerifierFunction] = field(default_factory=dict, repr=False)
 
     def tasks(self, split: str) -> tuple[Task, ...]:
         """The tasks of `split`, in index order."""
@@ -103,7 +101,7 @@ class _Loader:
         if self.problems or config is None:
             raise self.fail()
         name = config.name or self.root.name
-        return Bundle(name, self.root, config, envs, agents, splits, functions)
+        return Bundle(name, self.root, config, envs, agents, splits)
 
     # bundle.toml
 
@@ -485,7 +483,7 @@ def _validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
         where = ".".join(
             str(part)
             for n, part in enumerate(raw)
-            if not (n > 0 and isinstance(raw[n - 1], int) and part in _VERIFIER_TAGS and n < len(raw) - 1)
+            if not (n > 0 and isinstance(raw[n - 1], int) and part in VERIFIER_TYPES and n < len(raw) - 1)
         )
         if error["type"] == "extra_forbidden":
             out.append((where, "unknown field; remove it or check its spelling"))

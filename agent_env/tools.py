@@ -81,8 +81,8 @@ class Tool:
         """
         name = function.__name__
         reasons: list[str] = []
-        if problem := name_problem(name):
-            reasons.append(problem.replace(f"tool '{name}'", "the name", 1))
+        if problem := name_problem(name, what="the name"):
+            reasons.append(problem)
         description, documented = _read_docstring(function, reasons)
         try:
             hints = typing.get_type_hints(function, include_extras=True)

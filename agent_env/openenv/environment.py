@@ -21,7 +21,7 @@ from openenv.core.env_server.types import EnvironmentMetadata
 import agent_env
 from agent_env.openenv.context import ServerContext, TaskLookupError
 from agent_env.openenv.session import Session
-from agent_env.openenv.wire import DEADLINE_KEY, AgentEnvAction, AgentEnvObservation, AgentEnvState
+from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, AgentEnvState
 from agent_env.served import ServedTask
 
 log = logging.getLogger("agent_env.openenv")
@@ -53,10 +53,11 @@ class AgentEnvEnvironment(Environment[AgentEnvAction, AgentEnvObservation, Agent
     async def step_async(
         self, action: AgentEnvAction, timeout_s: float | None = None, **kwargs: Any
     ) -> AgentEnvObservation:
-        """Call a tool, end the turn or list the tools, within the deadline in the action's metadata."""
+        """Call a tool, end the turn or list the tools, within the deadline in the action's metadata.
+
+        OpenEnv passes `timeout_s` only on its HTTP `/step`, which is not served (`NOT_SERVED_ROUTES`).
+        """
         self._loop = asyncio.get_running_loop()
-        if timeout_s is not None and DEADLINE_KEY not in action.metadata:
-            action = action.model_copy(update={"metadata": {**action.metadata, DEADLINE_KEY: timeout_s}})
         return await self._session.step(action)
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> NoReturn:

@@ -293,7 +293,8 @@ setattr(Shelf, "class", tool(_class))
     problems = problems_of(make_bundle(tmp_path / "b", envs={"shelf": env}))
 
     assert any(
-        "envs/shelf.py" in p and "tool 'class': the name is a Python keyword; rename it" in p
+        "envs/shelf.py" in p
+        and "tool 'class': the name is a Python keyword, which no trainer can call; rename it" in p
         for p in problems
     )
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from agent_env.names import TRAINER_METHODS
 from agent_env.openenv.auth import resolve_token
 from agent_env.task import TaskSpec
 from agent_env.training.trl._exit import at_exit
@@ -154,7 +155,7 @@ class AgentEnv:
         if stray := sorted(set(self.tool_timeouts) - tools):
             raise ValueError(
                 f"tool_timeouts names tools no toolset of split '{self.split}' has: {', '.join(stray)} "
-                f"(tools: {', '.join(sorted(tools - {'reset', 'get_reward', 'end_turn'}))})"
+                f"(tools: {', '.join(sorted(tools - TRAINER_METHODS))})"
             )
         return next(iter(classes.values())) if len(classes) == 1 else classes
 

@@ -12,16 +12,13 @@ time, naming the tool and the construct, since TRL would only fail at its first 
 from __future__ import annotations
 
 import inspect
-import keyword
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
 
-RESERVED = frozenset({"reset", "get_reward", "end_turn"})
-"""Names the generated class uses itself; a tool named so could not be called."""
+from agent_env.names import TRAINER_METHODS, name_problem
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DOCSTRING_SECTIONS = ("Args:", "Returns:", "Raises:")
 
 _IGNORED = frozenset(
@@ -125,20 +122,15 @@ def tool_signature(tool: Mapping[str, Any]) -> ToolSignature:
     return ToolSignature(name, _docstring(name, description, documented), tuple(parameters))
 
 
-def callable_name_problem(name: str, *, kind: str, tool: str | None = None) -> str | None:
-    """Why TRL could not call a tool or pass an argument of this name, with the fix; None when it can."""
+def callable_name_problem(
+    name: str, *, kind: Literal["tool", "argument"], tool: str | None = None
+) -> str | None:
+    """Why TRL could not call a tool or pass an argument of this name, with the fix; None when it can.
+
+    The rules are the core's (`agent_env.names`): a server may list tools no bundle could define.
+    """
     what = f"{kind} '{name}'" + (f" of tool '{tool}'" if tool else "")
-    if not _IDENTIFIER.match(name):
-        return f"{what} is not a name TRL can call (it must match ^[A-Za-z_][A-Za-z0-9_]*$): rename it"
-    if keyword.iskeyword(name):
-        return f"{what} is a Python keyword, which TRL cannot call: rename it"
-    if kind == "tool" and name.startswith("_"):
-        return f"{what} starts with '_', and TRL never offers such methods as tools: rename it"
-    if kind == "tool" and name in RESERVED:
-        return f"{what} is reserved by the trainer's class ({', '.join(sorted(RESERVED))}): rename it"
-    if kind == "argument" and name == "self":
-        return f"{what} would clash with the method's receiver: rename it"
-    return None
+    return name_problem(name, kind=kind, what=what, reserved=TRAINER_METHODS)
 
 
 def python_type(schema: Mapping[str, Any], where: str) -> Any:

@@ -201,7 +201,7 @@ def _one(argument: dict[str, Any]) -> dict[str, Any]:
             "requires arguments it does not describe: box",
         ),
         (_tool({"type": "object", "anyOf": []}), "its parameters use 'anyOf'"),
-        (_tool({"type": "object", "properties": {}}, name="pack-box"), "not a name TRL can call"),
+        (_tool({"type": "object", "properties": {}}, name="pack-box"), "not a name a trainer can call"),
         (_tool({"type": "object", "properties": {}}, name="class"), "is a Python keyword"),
         (_tool({"type": "object", "properties": {}}, name="_pack"), "starts with '_'"),
         (_tool({"type": "object", "properties": {}}, name="get_reward"), "is reserved"),
