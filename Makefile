@@ -3,7 +3,8 @@
 # Python: what is installed there is the lock and nothing else the machine holds. `PYTHON=...` runs
 # the targets with another interpreter instead (its environment then holds what it holds).
 VENV ?= .venv
-PYTHON ?= $(VENV)/bin/python
+VENV_PYTHON := $(abspath $(VENV))/bin/python
+PYTHON ?= $(VENV_PYTHON)
 BASE_PYTHON ?= python3
 export PYTHON
 # The dev/test install is locked: requirements/dev.lock pins, with their hashes, every distribution
@@ -21,9 +22,9 @@ UPGRADE ?= --upgrade
 .PHONY: install installed lock notices test unit integration dist-test reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
 
 # The virtualenv is made only when PYTHON is its interpreter.
-OWN_VENV := $(filter $(VENV)/bin/python,$(PYTHON))
+OWN_VENV := $(filter $(VENV_PYTHON),$(PYTHON))
 
-$(VENV)/bin/python:
+$(VENV_PYTHON):
 	$(BASE_PYTHON) -m venv $(VENV)
 
 # Exactly the lock, every file checked against its hash, wheels only (no build runs with tools the
