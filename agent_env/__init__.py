@@ -9,7 +9,15 @@ from __future__ import annotations
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.env import Env, EnvSpec
 from agent_env.episode import Episode, EpisodeState, TurnEnd
-from agent_env.errors import BundleError, EpisodeError, Problem, SandboxUnavailableError, ToolDefinitionError
+from agent_env.errors import (
+    AgentEnvError,
+    BundleError,
+    EpisodeError,
+    ErrorCode,
+    Problem,
+    SandboxUnavailableError,
+    ToolDefinitionError,
+)
 from agent_env.events import (
     Deployed,
     EpisodeEvent,
@@ -45,6 +53,7 @@ __all__ = [
     "BASH_TOOL",
     "AccessChange",
     "Agent",
+    "AgentEnvError",
     "Bundle",
     "BundleError",
     "CommandResult",
@@ -56,6 +65,7 @@ __all__ = [
     "EpisodeError",
     "EpisodeEvent",
     "EpisodeState",
+    "ErrorCode",
     "Failed",
     "Listener",
     "LocalSandboxProvider",

@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_env.env import Env, EnvSpec
-from agent_env.errors import BundleError, EnvDefinitionError, Problem
+from agent_env.errors import BundleError, EnvDefinitionError, Problem, validation_problems
 from agent_env.sandbox.registry import PROVIDERS
 from agent_env.task import Agent, AgentConfig, BundleConfig, FileSource, Task, TaskEntry
 from agent_env.toolset import AccessChange, Toolset
@@ -114,8 +114,8 @@ class _Loader:
         try:
             config = BundleConfig.model_validate(raw)
         except ValidationError as exc:
-            for where, message in _validation_problems(exc):
-                self.problem(f"bundle.toml: {where}" if where else "bundle.toml", message)
+            for message in validation_problems(exc, noun="field", tags=VERIFIER_TYPES):
+                self.problem("bundle.toml", message)
             return None
         provider = config.sandbox.provider
         if provider not in PROVIDERS:
@@ -321,8 +321,8 @@ class _Loader:
             label = (
                 f" (task '{raw['id']}')" if isinstance(raw, dict) and isinstance(raw.get("id"), str) else ""
             )
-            for where, message in _validation_problems(exc):
-                self.problem(f"{place}{label}", f"{where}: {message}" if where else message)
+            for message in validation_problems(exc, noun="field", tags=VERIFIER_TYPES):
+                self.problem(f"{place}{label}", message)
             return None
         place = f"{place} (task '{entry.id}')"
         before = len(self.problems)
@@ -473,27 +473,6 @@ class _Loader:
             where, f"'{path}' leaves the bundle (through '..' or a symlink); keep every file inside it"
         )
         return False
-
-
-def _validation_problems(exc: ValidationError) -> list[tuple[str, str]]:
-    out = []
-    for error in exc.errors(include_url=False):
-        raw = error["loc"]
-        # A discriminated union adds its tag after the list index; it names no field the user wrote.
-        where = ".".join(
-            str(part)
-            for n, part in enumerate(raw)
-            if not (n > 0 and isinstance(raw[n - 1], int) and part in VERIFIER_TYPES and n < len(raw) - 1)
-        )
-        if error["type"] == "extra_forbidden":
-            out.append((where, "unknown field; remove it or check its spelling"))
-        elif error["type"] == "missing":
-            out.append((where, "required field is missing"))
-        elif error["type"] == "union_tag_invalid":
-            out.append((where, f"{error['msg']}"))
-        else:
-            out.append((where, str(error["msg"]).removeprefix("Value error, ")))
-    return out
 
 
 def _hint(name: str, choices: Iterable[str]) -> str:

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from agent_env._threads import call_maybe_async, run_in_own_thread
 from agent_env.env import Env, EnvSpec
-from agent_env.errors import EpisodeError
+from agent_env.errors import EpisodeError, ErrorCode
 from agent_env.events import (
     Deployed,
     EpisodeEvent,
@@ -148,7 +148,9 @@ class Episode:
     async def deploy(self) -> str:
         """Make the env instances and the sandbox, then open the first turn; returns its prompt."""
         if self.state is not EpisodeState.NEW:
-            raise EpisodeError("ALREADY_DEPLOYED", f"episode of task '{self.task.id}' was already deployed")
+            raise EpisodeError(
+                ErrorCode.ALREADY_DEPLOYED, f"episode of task '{self.task.id}' was already deployed"
+            )
         self.state = EpisodeState.DEPLOYING
         self.started_at, started = time.time(), time.monotonic()
         try:
@@ -166,7 +168,7 @@ class Episode:
             raise self._failed(exc) from None
         except Exception as exc:
             message = f"deploy of task '{self.task.id}' failed: {type(exc).__name__}: {exc}"
-            raise self._failed(EpisodeError("DEPLOY_FAILED", message)) from exc
+            raise self._failed(EpisodeError(ErrorCode.DEPLOY_FAILED, message)) from exc
         self.state = EpisodeState.TURN_OPEN
         self.turn = 1
         self._emit(Deployed(prompt=self.task.prompt, tools=self.tools, seconds=time.monotonic() - started))
@@ -212,7 +214,7 @@ class Episode:
                 raise self._failed(exc) from None
             except Exception as exc:
                 message = f"a verifier of task '{self.task.id}' failed: {type(exc).__name__}: {exc}"
-                raise self._failed(EpisodeError("VERIFIER_FAILED", message)) from exc
+                raise self._failed(EpisodeError(ErrorCode.VERIFIER_FAILED, message)) from exc
             weights = [verifier.spec.weight for verifier in self.task.verifiers]
             score = aggregate(list(zip(scores, weights, strict=True)), self.task.aggregate)
             if self.state is EpisodeState.VERIFYING:
@@ -242,7 +244,9 @@ class Episode:
         if self.state is EpisodeState.TURN_OPEN:
             return
         where = f"ended ({self.outcome})" if self.outcome is not None else f"is {self.state.value}"
-        raise EpisodeError("NO_OPEN_TURN", f"no turn is open: the episode of task '{self.task.id}' {where}")
+        raise EpisodeError(
+            ErrorCode.NO_OPEN_TURN, f"no turn is open: the episode of task '{self.task.id}' {where}"
+        )
 
     async def _release(self) -> None:
         closing_from = self.state
@@ -315,7 +319,7 @@ class Episode:
             problem = (
                 f"unknown argument '{extra[0]}'" if extra else "argument 'command' (a string) is required"
             )
-            raise EpisodeError("INVALID_ARGUMENTS", f"bash: {problem}")
+            raise EpisodeError(ErrorCode.INVALID_ARGUMENTS, f"bash: {problem}")
         assert self._sandbox is not None
         settings = self.task.sandbox
         result = await self._sandbox.run(
@@ -326,7 +330,7 @@ class Episode:
     def _check_alive(self) -> None:
         if self.state in _RELEASING:
             raise EpisodeError(
-                "TORN_DOWN", f"the episode of task '{self.task.id}' was torn down during its deploy"
+                ErrorCode.TORN_DOWN, f"the episode of task '{self.task.id}' was torn down during its deploy"
             )
 
     def _failed(self, error: EpisodeError) -> EpisodeError:
@@ -355,11 +359,11 @@ class Episode:
         available = ", ".join(t["function"]["name"] for t in self.tools)
         if any(env.tool(name) for env in self.task.toolset.envs):
             return EpisodeError(
-                "TOOL_NOT_ALLOWED",
+                ErrorCode.TOOL_NOT_ALLOWED,
                 f"tool '{name}' is not available to role '{self.task.toolset.role}' in task "
                 f"'{self.task.id}' (tools: {available})",
             )
-        return EpisodeError("UNKNOWN_TOOL", f"unknown tool '{name}' (tools: {available})")
+        return EpisodeError(ErrorCode.UNKNOWN_TOOL, f"unknown tool '{name}' (tools: {available})")
 
 
 def _plain(arguments: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -1,9 +1,85 @@
-"""The exceptions of the core: one type per layer, each with a stable code callers can branch on."""
+"""The framework's errors: one vocabulary of codes, one base for errors that carry one, one wording.
+
+    AgentEnvError(code, message)      an error a caller or the wire branches on, by its ErrorCode
+      EpisodeError                    a call on an episode that could not be carried out (the core)
+      (the server's TaskLookupError and InterruptedCallError, the trainer's ServerRefusedError)
+    BundleError                       a bundle that cannot be loaded: every problem, at once
+    ToolDefinitionError, EnvDefinitionError, SandboxUnavailableError
+
+`ErrorCode` is every code an error observation can carry, with what it means and whether it ends
+the episode; `validation_problems` words what pydantic found wrong with an input, the same way for
+a bundle's files, a tool's arguments and a reset's.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import enum
+import json
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+
+class ErrorCode(enum.StrEnum):
+    """Every code an error can carry, on an `AgentEnvError` and on the wire (a str, as OpenEnv's
+    `WSErrorCode`); each says what it means and whether it ends the episode it happens in."""
+
+    meaning: str
+    ends_episode: bool
+
+    def __new__(cls, value: str, meaning: str, ends_episode: bool = False) -> ErrorCode:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.meaning = meaning
+        member.ends_episode = ends_episode
+        return member
+
+    BAD_REQUEST = (
+        "BAD_REQUEST",
+        "a reset's or a step's fields are missing, of the wrong type, or contradict each other",
+    )
+    UNKNOWN_SPLIT = "UNKNOWN_SPLIT", "reset named a split the server does not serve"
+    INDEX_OUT_OF_RANGE = "INDEX_OUT_OF_RANGE", "reset named an index past the end of its split"
+    NO_EPISODE = "NO_EPISODE", "a step came before any reset"
+    NO_OPEN_TURN = (
+        "NO_OPEN_TURN",
+        "a step came after the episode ended (scored or failed); reset to play another",
+    )
+    ALREADY_DEPLOYED = "ALREADY_DEPLOYED", "deploy was called on an episode already deployed (the core only)"
+    UNKNOWN_TOOL = "UNKNOWN_TOOL", "the tool is not one of the episode's"
+    TOOL_NOT_ALLOWED = "TOOL_NOT_ALLOWED", "the tool exists but the played agent's role may not call it"
+    INVALID_ARGUMENTS = "INVALID_ARGUMENTS", "the arguments fail the tool's schema"
+    TOOL_ERROR = "TOOL_ERROR", "the tool raised; the message is the tool's own"
+    DEPLOY_FAILED = "DEPLOY_FAILED", "the task's envs or sandbox could not be made; the episode ended", True
+    VERIFIER_FAILED = "VERIFIER_FAILED", "a verifier raised; the episode ended unscored", True
+    DEADLINE_EXCEEDED = (
+        "DEADLINE_EXCEEDED",
+        "the call missed its deadline; the episode ended and is torn down after the reply",
+        True,
+    )
+    CLIENT_GONE = "CLIENT_GONE", "the client disconnected during the call; the episode ended", True
+    TORN_DOWN = "TORN_DOWN", "the episode was torn down while the call ran", True
+    SHUTTING_DOWN = (
+        "SHUTTING_DOWN",
+        "the server is shutting down: it interrupted the call, or starts no new episode",
+        True,
+    )
+    INTERNAL_ERROR = "INTERNAL_ERROR", "the episode raised something unexpected; the episode ended", True
+
+
+class AgentEnvError(Exception):
+    """An error with a stable `code` that callers and the wire branch on, and a message that says
+    what happened and what to do."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        self.message = message
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return f"{self.message} (code: {self.code})"
 
 
 @dataclass(frozen=True)
@@ -30,19 +106,8 @@ class BundleError(Exception):
         super().__init__("\n  ".join([head, *map(str, self.problems)]))
 
 
-class EpisodeError(Exception):
-    """A call on an episode that could not be carried out.
-
-    `code` is stable: the server puts it on the wire and clients branch on it.
-    """
-
-    def __init__(self, code: str, message: str) -> None:
-        self.code = code
-        self.message = message
-        super().__init__(message)
-
-    def __str__(self) -> str:
-        return f"{self.message} (code: {self.code})"
+class EpisodeError(AgentEnvError):
+    """A call on an episode that could not be carried out; the server puts its code on the wire."""
 
 
 class ToolDefinitionError(Exception):
@@ -66,3 +131,38 @@ class EnvDefinitionError(Exception):
 
 class SandboxUnavailableError(RuntimeError):
     """A sandbox provider that cannot work here (no engine, no image); the message says how to fix it."""
+
+
+def validation_problems(
+    exc: ValidationError, *, noun: str, known: Iterable[str] | None = None, tags: Container[str] = ()
+) -> list[str]:
+    """What pydantic found wrong with an input, one sentence per error, each naming the `noun`
+    (`field`, `argument`) it is about; `known` lists the names an unknown one could have been.
+
+    `tags` are a discriminated union's tags, which pydantic puts in a location after a list index
+    although they name no field the user wrote.
+    """
+    choices = f" ({noun}s: {', '.join(known) or 'none'})" if known is not None else ""
+    sentences = []
+    for error in exc.errors(include_url=False):
+        loc = error["loc"]
+        where = ".".join(
+            str(part)
+            for n, part in enumerate(loc)
+            if not (0 < n < len(loc) - 1 and isinstance(loc[n - 1], int) and part in tags)
+        )
+        what = f"{noun} '{where}'" if where else "the input"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if error["type"] == "missing":
+            sentences.append(f"{what} is required")
+        elif error["type"] == "extra_forbidden":
+            sentences.append(f"{what} is unknown{choices}; remove it or check its spelling")
+        elif error["type"] == "union_tag_invalid":
+            sentences.append(f"{what}: {message}")
+        else:
+            sentences.append(f"{what}: {message} (got {_shown(error.get('input'))})")
+    return sentences
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, default=repr)[:80]

@@ -12,6 +12,7 @@ import json
 import typing
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, TypeVar, overload
 
 import docstring_parser
@@ -19,7 +20,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent_env._threads import call_maybe_async
-from agent_env.errors import EpisodeError, ToolDefinitionError
+from agent_env.errors import EpisodeError, ErrorCode, ToolDefinitionError, validation_problems
 from agent_env.names import name_problem
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -116,18 +117,25 @@ class Tool:
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
 
+    @cached_property
+    def _argument_names(self) -> tuple[tuple[str, str], ...]:
+        """Each argument's field in the arguments model, and its name."""
+        return tuple((field, info.alias or field) for field, info in self.arguments.model_fields.items())
+
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """The arguments as the function takes them, or an INVALID_ARGUMENTS error naming each bad one."""
         if not isinstance(arguments, Mapping):
             raise EpisodeError(
-                "INVALID_ARGUMENTS",
+                ErrorCode.INVALID_ARGUMENTS,
                 f"{self.name}: arguments must be a JSON object, not {type(arguments).__name__}",
             )
         try:
             model = self.arguments.model_validate(dict(arguments))
         except ValidationError as exc:
-            raise EpisodeError("INVALID_ARGUMENTS", _explain(self.name, exc, self.arguments)) from None
-        return {info.alias or name: getattr(model, name) for name, info in type(model).model_fields.items()}
+            known = [name for _, name in self._argument_names]
+            problems = validation_problems(exc, noun="argument", known=known)
+            raise EpisodeError(ErrorCode.INVALID_ARGUMENTS, f"{self.name}: " + "; ".join(problems)) from None
+        return {name: getattr(model, field) for field, name in self._argument_names}
 
     async def call(self, instance: object | None, arguments: Mapping[str, Any]) -> str:
         """Validate, run (off the event loop when sync) and render the result as the model sees it."""
@@ -138,7 +146,9 @@ class Tool:
         except EpisodeError:
             raise
         except Exception as exc:
-            raise EpisodeError("TOOL_ERROR", f"{self.name} failed: {type(exc).__name__}: {exc}") from exc
+            raise EpisodeError(
+                ErrorCode.TOOL_ERROR, f"{self.name} failed: {type(exc).__name__}: {exc}"
+            ) from exc
         return render_result(result)
 
 
@@ -199,21 +209,6 @@ def render_result(value: Any) -> str:
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return json.dumps(_ANY.dump_python(value, mode="json"), ensure_ascii=False)
-
-
-def _explain(tool: str, exc: ValidationError, model: type[BaseModel]) -> str:
-    known = ", ".join(info.alias or name for name, info in model.model_fields.items()) or "none"
-    lines = []
-    for error in exc.errors(include_url=False):
-        where = ".".join(str(part) for part in error["loc"]) or "arguments"
-        if error["type"] == "missing":
-            lines.append(f"argument '{where}' is required")
-        elif error["type"] == "extra_forbidden":
-            lines.append(f"unknown argument '{where}' (arguments: {known})")
-        else:
-            got = json.dumps(error.get("input"), default=repr)[:80]
-            lines.append(f"argument '{where}': {error['msg']} (got {got})")
-    return f"{tool}: " + "; ".join(lines)
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_env._threads import call_maybe_async
-from agent_env.errors import EpisodeError
+from agent_env.errors import EpisodeError, ErrorCode
 from agent_env.sandbox.base import CommandResult, Sandbox
 
 if TYPE_CHECKING:
@@ -113,7 +113,9 @@ class VerifierContext:
     async def bash(self, command: str, timeout_s: float = 30.0) -> CommandResult:
         """Run a command in the agent's sandbox, as the `bash` verifier does."""
         if self.sandbox is None:
-            raise EpisodeError("VERIFIER_FAILED", f"task '{self.task.id}' has no sandbox to run bash in")
+            raise EpisodeError(
+                ErrorCode.VERIFIER_FAILED, f"task '{self.task.id}' has no sandbox to run bash in"
+            )
         limit = self.task.sandbox.max_output_bytes
         return await self.sandbox.run(command, timeout_s=timeout_s, max_output_bytes=limit)
 
@@ -146,7 +148,8 @@ def score_items(spec: ItemsCheck, actual: Any) -> float:
     """Compare items as multisets of their canonical JSON, so order never matters."""
     if not isinstance(actual, Sequence) or isinstance(actual, str | bytes):
         raise EpisodeError(
-            "VERIFIER_FAILED", f"env '{spec.env}' items() returned {type(actual).__name__}, not a list"
+            ErrorCode.VERIFIER_FAILED,
+            f"env '{spec.env}' items() returned {type(actual).__name__}, not a list",
         )
     expected = Counter(map(_canonical, spec.expected))
     found = Counter(map(_canonical, actual))
@@ -196,6 +199,6 @@ def _as_score(name: str, value: Any) -> float:
     if isinstance(value, int | float) and 0.0 <= float(value) <= 1.0:
         return float(value)
     raise EpisodeError(
-        "VERIFIER_FAILED",
+        ErrorCode.VERIFIER_FAILED,
         f"verifier function '{name}' returned {value!r}; return a number in [0, 1] or a bool",
     )

@@ -12,6 +12,8 @@ import contextvars
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+from agent_env.errors import AgentEnvError, ErrorCode
+
 _T = TypeVar("_T")
 
 
@@ -21,11 +23,11 @@ class ClientLink:
 
     def __init__(self) -> None:
         self.gone = False
-        self.reason = "CLIENT_GONE"
+        self.reason = ErrorCode.CLIENT_GONE
         self.holds_session = False
         self._deadlines: set[asyncio.Timeout] = set()
 
-    def lost(self, reason: str = "CLIENT_GONE") -> None:
+    def lost(self, reason: ErrorCode = ErrorCode.CLIENT_GONE) -> None:
         """The connection is gone (`CLIENT_GONE`) or being closed by the server (`SHUTTING_DOWN`):
         interrupt every call waiting on it, by bringing its deadline forward to now."""
         if not self.gone:
@@ -47,13 +49,12 @@ CURRENT_LINK: contextvars.ContextVar[ClientLink | None] = contextvars.ContextVar
 """The link of the connection whose handler runs in this context (set by `WatchDisconnects`)."""
 
 
-class InterruptedCallError(Exception):
+class InterruptedCallError(AgentEnvError):
     """A call that missed its deadline (`DEADLINE_EXCEEDED`) or lost its connection (`CLIENT_GONE`,
-    `SHUTTING_DOWN`)."""
+    `SHUTTING_DOWN`); the caller words the message, since it knows the call."""
 
-    def __init__(self, code: str) -> None:
-        self.code = code
-        super().__init__(code)
+    def __init__(self, code: ErrorCode) -> None:
+        super().__init__(code, code.meaning)
 
 
 async def run_call(call: Awaitable[_T], timeout_s: float | None) -> _T:
@@ -82,7 +83,7 @@ async def run_call(call: Awaitable[_T], timeout_s: float | None) -> _T:
             raise
         if link is not None and link.gone:
             raise InterruptedCallError(link.reason) from None
-        raise InterruptedCallError("DEADLINE_EXCEEDED") from None
+        raise InterruptedCallError(ErrorCode.DEADLINE_EXCEEDED) from None
 
 
 def _close(call: Awaitable[Any]) -> None:

@@ -5,18 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from agent_env.errors import AgentEnvError, ErrorCode
 from agent_env.openenv.calls import ClientLink
 from agent_env.openenv.tracker import EpisodeTracker
 from agent_env.served import Served, ServedTask
 
 
-class TaskLookupError(LookupError):
+class TaskLookupError(AgentEnvError, LookupError):
     """A split or an index the server does not serve: `UNKNOWN_SPLIT` or `INDEX_OUT_OF_RANGE`."""
-
-    def __init__(self, code: str, message: str) -> None:
-        self.code = code
-        self.message = message
-        super().__init__(message)
 
 
 @dataclass
@@ -34,7 +30,7 @@ class ServerContext:
         tasks = self.served.get(split)
         if tasks is None:
             raise TaskLookupError(
-                "UNKNOWN_SPLIT", f"unknown split '{split}' (splits: {self.splits_summary()})"
+                ErrorCode.UNKNOWN_SPLIT, f"unknown split '{split}' (splits: {self.splits_summary()})"
             )
         return tasks
 
@@ -43,7 +39,7 @@ class ServerContext:
         if not 0 <= index < len(tasks):
             span = f"0..{len(tasks) - 1}" if tasks else "none"
             raise TaskLookupError(
-                "INDEX_OUT_OF_RANGE",
+                ErrorCode.INDEX_OUT_OF_RANGE,
                 f"index {index} is out of range for split '{split}' ({_count(len(tasks))}: {span})",
             )
         return tasks[index]
@@ -54,7 +50,7 @@ class ServerContext:
     async def shut_down(self) -> None:
         """Interrupt every call still running, then tear down every episode and wait for it."""
         for link in list(self.links):
-            link.lost("SHUTTING_DOWN")
+            link.lost(ErrorCode.SHUTTING_DOWN)
         await self.tracker.drain()
 
 

@@ -14,6 +14,7 @@ import logging
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agent_env.errors import ErrorCode
 from agent_env.openenv.calls import CURRENT_LINK, ClientLink
 from agent_env.openenv.frames import screened
 
@@ -73,7 +74,9 @@ class _Relay:
                 await self._queue.put(screened(message))
         except Exception:  # the transport broke: for the handler, the client is gone all the same
             log.debug("reading a WebSocket failed", exc_info=True)
-        self.link.lost("SHUTTING_DOWN" if last.get("code") == _SERVER_RESTART else "CLIENT_GONE")
+        self.link.lost(
+            ErrorCode.SHUTTING_DOWN if last.get("code") == _SERVER_RESTART else ErrorCode.CLIENT_GONE
+        )
         self._last = last
         if self._queue.full():
             self._queue.get_nowait()  # a step the handler could no longer answer gives way to the news

@@ -19,6 +19,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
 import agent_env
+from agent_env.errors import ErrorCode
 from agent_env.openenv.context import ServerContext, TaskLookupError
 from agent_env.openenv.session import Session
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, AgentEnvState
@@ -133,7 +134,9 @@ class AgentEnvEnvironment(Environment[AgentEnvAction, AgentEnvObservation, Agent
             return look_up()
         except TaskLookupError as missing:
             code = (
-                status.HTTP_404_NOT_FOUND if missing.code == "UNKNOWN_SPLIT" else status.HTTP_400_BAD_REQUEST
+                status.HTTP_404_NOT_FOUND
+                if missing.code == ErrorCode.UNKNOWN_SPLIT
+                else status.HTTP_400_BAD_REQUEST
             )
             raise HTTPException(code, missing.message) from None
 

@@ -14,10 +14,10 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from agent_env.episode import Episode, EpisodeState
-from agent_env.errors import EpisodeError
+from agent_env.errors import AgentEnvError, EpisodeError, ErrorCode, validation_problems
 from agent_env.openenv.calls import InterruptedCallError, run_call
 from agent_env.openenv.context import ServerContext, TaskLookupError
 from agent_env.openenv.wire import (
@@ -46,6 +46,12 @@ class _ResetRequest(BaseModel):
     episode_id: str | None = None
     seed: None = Field(default=None, description="refused: a task's own data seeds its episode")
 
+    @field_validator("seed", mode="before")
+    @classmethod
+    def _no_seed(cls, seed: Any) -> None:
+        if seed is not None:
+            raise ValueError("seed is not taken: a task's own data seeds its episode; leave it out")
+
 
 @dataclass(frozen=True)
 class _Answered:
@@ -54,12 +60,8 @@ class _Answered:
     observation: AgentEnvObservation
 
 
-class _RefusedError(Exception):
+class _RefusedError(AgentEnvError):
     """A request the session answers with an error and nothing else."""
-
-    def __init__(self, code: str, message: str) -> None:
-        self.code = code
-        self.message = message
 
 
 class Session:
@@ -102,13 +104,14 @@ class Session:
                 message = (
                     f"{call}: the previous episode's teardown did not finish within the reset's "
                     f"deadline of {request.timeout_s:g} s"
-                    if interrupted.code == "DEADLINE_EXCEEDED"
+                    if interrupted.code == ErrorCode.DEADLINE_EXCEEDED
                     else f"{call}: the connection closed ({interrupted.code})"
                 )
                 return _error(interrupted.code, message, call)
             self._episode = None
         if self._context.tracker.closing:
-            return _error("SHUTTING_DOWN", "the server is shutting down: it starts no new episode", call)
+            message = "the server is shutting down: it starts no new episode"
+            return _error(ErrorCode.SHUTTING_DOWN, message, call)
         return await self._deploy(task, request, started, call)
 
     async def step(self, action: AgentEnvAction) -> AgentEnvObservation:
@@ -198,16 +201,16 @@ class Session:
                 return _Answered(_error(exc.code, exc.message, call, observation=self._observation(episode)))
             return _Answered(self._failed(episode, exc, call))
         except Exception as exc:
-            error = EpisodeError("INTERNAL_ERROR", f"{call}: {type(exc).__name__}: {exc}")
+            error = EpisodeError(ErrorCode.INTERNAL_ERROR, f"{call}: {type(exc).__name__}: {exc}")
             return _Answered(self._failed(episode, error, call))
 
     def _reset_request(self, arguments: Mapping[str, Any]) -> _ResetRequest:
         try:
             return _ResetRequest.model_validate(dict(arguments))
         except ValidationError as exc:
-            problems = "; ".join(_problem(error) for error in exc.errors())
+            problems = "; ".join(validation_problems(exc, noun="argument"))
             raise _RefusedError(
-                "BAD_REQUEST",
+                ErrorCode.BAD_REQUEST,
                 f"reset: {problems}. Reset takes split (str), index (int), and optionally timeout_s "
                 f"(seconds > 0) and episode_id; splits: {self._context.splits_summary()}",
             ) from None
@@ -223,7 +226,7 @@ class Session:
             return _DEADLINE.validate_python(action.metadata.get(DEADLINE_KEY))
         except ValidationError:
             raise _RefusedError(
-                "BAD_REQUEST",
+                ErrorCode.BAD_REQUEST,
                 f"metadata.{DEADLINE_KEY} must be a number of seconds > 0, "
                 f"got {action.metadata.get(DEADLINE_KEY)!r}",
             ) from None
@@ -231,7 +234,7 @@ class Session:
     def _playing(self, action: AgentEnvAction) -> Episode:
         """The episode a step plays on, after checking the step's fields fit its kind."""
         if action.kind == "call_tool" and not action.tool:
-            raise _RefusedError("BAD_REQUEST", "call_tool needs the name of a tool in `tool`")
+            raise _RefusedError(ErrorCode.BAD_REQUEST, "call_tool needs the name of a tool in `tool`")
         stray = [
             name
             for name, given in (
@@ -242,10 +245,10 @@ class Session:
             if given and name not in _FIELDS[action.kind]
         ]
         if stray:
-            raise _RefusedError("BAD_REQUEST", f"{action.kind} does not take {', '.join(stray)}")
+            raise _RefusedError(ErrorCode.BAD_REQUEST, f"{action.kind} does not take {', '.join(stray)}")
         episode = self._episode
         if episode is None:
-            raise _RefusedError("NO_EPISODE", "no episode: reset(split=..., index=...) first")
+            raise _RefusedError(ErrorCode.NO_EPISODE, "no episode: reset(split=..., index=...) first")
         if action.kind != "list_tools":
             try:
                 episode.require_open_turn()
@@ -257,12 +260,12 @@ class Session:
         self, episode: Episode, interrupted: InterruptedCallError, timeout_s: float | None, call: str
     ) -> AgentEnvObservation:
         task = episode.task.id
-        if interrupted.code == "DEADLINE_EXCEEDED":
+        if interrupted.code == ErrorCode.DEADLINE_EXCEEDED:
             message = (
                 f"{call} missed its deadline of {timeout_s:g} s: the episode of task '{task}' ended "
                 "and is torn down"
             )
-        elif interrupted.code == "SHUTTING_DOWN":
+        elif interrupted.code == ErrorCode.SHUTTING_DOWN:
             message = f"{call}: the server is shutting down: the episode of task '{task}' ended"
         else:
             message = f"{call}: the client disconnected: the episode of task '{task}' ended"
@@ -325,14 +328,3 @@ def _left(timeout_s: float | None, started: float) -> float | None:
 async def _wait(teardown: asyncio.Future[None]) -> None:
     """Wait for a tracked teardown without cancelling it when the waiter is cancelled."""
     await asyncio.shield(teardown)
-
-
-def _problem(error: Any) -> str:
-    where = ".".join(str(part) for part in error["loc"]) or "arguments"
-    if error["type"] == "extra_forbidden":
-        return f"unknown argument '{where}'"
-    if error["type"] == "missing":
-        return f"{where} is required"
-    if where == "seed":
-        return "seed is not taken: a task's own data seeds its episode; leave it out"
-    return f"{where}: {error['msg'].lower()}, got {error['input']!r}"

@@ -15,40 +15,15 @@ from typing import Any, Literal
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_env.errors import ErrorCode
+
 DEADLINE_KEY = "timeout_s"
 """The action metadata key that carries a step's deadline, in seconds."""
 
-ERROR_CODES: dict[str, str] = {
-    "BAD_REQUEST": "a reset's or a step's fields are missing, of the wrong type, or contradict each other",
-    "UNKNOWN_SPLIT": "reset named a split the server does not serve",
-    "INDEX_OUT_OF_RANGE": "reset named an index past the end of its split",
-    "NO_EPISODE": "a step came before any reset",
-    "NO_OPEN_TURN": "a step came after the episode ended (scored or failed); reset to play another",
-    "UNKNOWN_TOOL": "the tool is not one of the episode's",
-    "TOOL_NOT_ALLOWED": "the tool exists but the played agent's role may not call it",
-    "INVALID_ARGUMENTS": "the arguments fail the tool's schema",
-    "TOOL_ERROR": "the tool raised; the message is the tool's own",
-    "DEPLOY_FAILED": "the task's envs or sandbox could not be made; the episode ended",
-    "VERIFIER_FAILED": "a verifier raised; the episode ended unscored",
-    "DEADLINE_EXCEEDED": "the call missed its deadline; the episode ended and is torn down after the reply",
-    "CLIENT_GONE": "the client disconnected during the call; the episode ended",
-    "TORN_DOWN": "the episode was torn down while the call ran",
-    "SHUTTING_DOWN": "the server is shutting down: it interrupted the call, or starts no new episode",
-    "INTERNAL_ERROR": "the episode raised something unexpected; the episode ended",
-}
-"""Every code an error observation can carry, with what it means."""
+ERROR_CODES: dict[str, str] = {code.value: code.meaning for code in ErrorCode}
+"""Every code an error observation can carry, with what it means (`agent_env.ErrorCode`'s)."""
 
-ENDING_CODES = frozenset(
-    {
-        "DEPLOY_FAILED",
-        "VERIFIER_FAILED",
-        "DEADLINE_EXCEEDED",
-        "CLIENT_GONE",
-        "SHUTTING_DOWN",
-        "INTERNAL_ERROR",
-        "TORN_DOWN",
-    }
-)
+ENDING_CODES = frozenset(code for code in ErrorCode if code.ends_episode)
 """Codes of errors that end the episode they happen in."""
 
 Kind = Literal["call_tool", "end_turn", "list_tools"]

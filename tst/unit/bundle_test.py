@@ -150,7 +150,7 @@ def test_an_unknown_field_in_bundle_toml_is_named_so_a_typo_is_not_a_silent_defa
     problems = problems_of(make_bundle(tmp_path / "b", toml=toml))
 
     assert problems == [
-        "bundle.toml: agents.reader.sytem_prompt: unknown field; remove it or check its spelling"
+        "bundle.toml: field 'agents.reader.sytem_prompt' is unknown; remove it or check its spelling"
     ]
 
 
@@ -203,8 +203,8 @@ def test_a_task_field_of_the_wrong_shape_is_named_by_its_path(tmp_path):
 
     problems = problems_of(make_bundle(tmp_path / "b", tasks=tasks))
 
-    assert any(p.startswith("tasks/train.jsonl:1 (task 't1'): turns:") for p in problems)
-    assert "tasks/train.jsonl:2 (task 't2'): verifiers.0.expected: required field is missing" in problems
+    assert any(p.startswith("tasks/train.jsonl:1 (task 't1'): field 'turns':") for p in problems)
+    assert "tasks/train.jsonl:2 (task 't2'): field 'verifiers.0.expected' is required" in problems
 
 
 def test_an_unknown_verifier_type_names_the_types_there_are(tmp_path):

@@ -153,7 +153,7 @@ def test_a_scripted_tool_answers_with_its_function_s_result_and_its_schema_is_th
     [
         ({"times": 2}, "weigh: argument 'crate' is required"),
         ({"crate": "C12", "times": "twice"}, "weigh: argument 'times': Input should be a valid integer"),
-        ({"crate": "C12", "scale": "big"}, "weigh: unknown argument 'scale' (arguments: crate, times)"),
+        ({"crate": "C12", "scale": "big"}, "weigh: argument 'scale' is unknown (arguments: crate, times)"),
     ],
 )
 def test_a_scripted_tool_s_arguments_are_validated_by_its_real_schema(

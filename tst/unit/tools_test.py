@@ -443,7 +443,10 @@ def test_a_missing_argument_is_invalid_and_named():
 def test_an_unknown_argument_is_invalid_and_the_message_lists_the_known_ones():
     message = invalid(Tool.from_function(store), {**STORED, "colour": "red"})
 
-    assert message == "store: unknown argument 'colour' (arguments: crate, count, weight, fragile)"
+    assert message == (
+        "store: argument 'colour' is unknown (arguments: crate, count, weight, fragile); "
+        "remove it or check its spelling"
+    )
 
 
 def test_every_bad_argument_is_named_in_one_message():

@@ -220,9 +220,17 @@ def test_a_step_before_any_reset_is_refused_with_no_episode_and_the_session_then
         ),
         ({"split": "train", "index": 33}, "INDEX_OUT_OF_RANGE", "index 33 is out of range for split 'train'"),
         ({"split": "train", "index": -1}, "INDEX_OUT_OF_RANGE", "(33 tasks: 0..32)"),
-        ({"split": "train"}, "BAD_REQUEST", "reset: index is required"),
-        ({"split": "train", "index": "0"}, "BAD_REQUEST", "index: input should be a valid integer"),
-        ({"split": "train", "index": 0, "level": 3}, "BAD_REQUEST", "unknown argument 'level'"),
+        ({"split": "train"}, "BAD_REQUEST", "reset: argument 'index' is required"),
+        (
+            {"split": "train", "index": "0"},
+            "BAD_REQUEST",
+            "argument 'index': Input should be a valid integer (got \"0\")",
+        ),
+        (
+            {"split": "train", "index": 0, "level": 3},
+            "BAD_REQUEST",
+            "argument 'level' is unknown; remove it or check its spelling",
+        ),
         ({"split": "train", "index": 0, "seed": 7}, "BAD_REQUEST", "seed is not taken"),
     ],
     ids=[
@@ -292,7 +300,7 @@ def test_a_bad_reset_during_an_episode_leaves_that_episode_open_and_playable(
             AgentEnvAction.call_tool("add_crate", {"crate": "C17", "bay": 5, "colour": "red"}),
             "INVALID_ARGUMENTS",
             "call_tool add_crate",
-            "add_crate: unknown argument 'colour' (arguments: crate, bay, kind)",
+            "add_crate: argument 'colour' is unknown (arguments: crate, bay, kind)",
         ),
         (
             AgentEnvAction.call_tool("add_crate", {"crate": "C17", "bay": 9}),
