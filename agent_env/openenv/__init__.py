@@ -16,6 +16,7 @@ from agent_env.openenv.app import (  # noqa: E402
     SERVED_ROUTES,
     ServerStatus,
     build_app,
+    build_served_app,
     env_name_for,
     resolve_max_concurrent_envs,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "ServerStatus",
     "SessionCounts",
     "build_app",
+    "build_served_app",
     "env_name_for",
     "resolve_max_concurrent_envs",
     "resolve_token",

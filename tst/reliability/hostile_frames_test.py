@@ -18,8 +18,7 @@ import pytest
 from websockets.exceptions import ConnectionClosedError
 from websockets.sync.client import ClientConnection, connect
 
-from agent_env.openenv import BackgroundServer
-from agent_env.openenv.app import _app
+from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.testing import FakeEpisode, FakeTask, Gate, fake_served
 from tst.unit._waiting import until
 from tst.unit.openenv._tools import add_crate
@@ -39,7 +38,7 @@ def dock(task_id: str, **options: Any) -> FakeTask:
 @pytest.fixture
 def server() -> Iterator[tuple[BackgroundServer, list[FakeTask]]]:
     tasks = [dock("quay"), dock("belt")]
-    served = BackgroundServer(_app(fake_served({"train": tasks}))).start()
+    served = BackgroundServer(build_served_app(fake_served({"train": tasks}))).start()
     yield served, tasks
     served.stop()
 

@@ -110,7 +110,7 @@ class AgentEnv:
 
     @classmethod
     def _serving(cls, app: Any, **options: Any) -> AgentEnv:
-        """Serve an app (as `_app` makes for hand-built tasks) in process, and use it."""
+        """Serve an app (as `build_served_app` makes for hand-built tasks) in process, and use it."""
         from agent_env.openenv import BackgroundServer
 
         server = BackgroundServer(app).start()

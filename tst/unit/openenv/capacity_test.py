@@ -14,9 +14,9 @@ from agent_env.openenv import (
     AgentEnvAction,
     BackgroundServer,
     build_app,
+    build_served_app,
     resolve_max_concurrent_envs,
 )
-from agent_env.openenv.app import _app
 from agent_env.testing import FakeTask, fake_served
 from tst.unit._waiting import WAIT_S, until
 from tst.unit.openenv._harbor import HARBOR
@@ -70,7 +70,9 @@ def test_at_capacity_with_a_session_held_without_a_client_the_refusal_says_how_m
     serve: Serve, connect: Connect
 ) -> None:
     task = FakeTask("crates", tools=[add_crate])
-    server = serve(with_a_session_leak(_app(fake_served({"train": [task]}), max_concurrent_envs=2)))
+    server = serve(
+        with_a_session_leak(build_served_app(fake_served({"train": [task]}), max_concurrent_envs=2))
+    )
     leak_a_session(server)
     connect(server.url, message_timeout_s=CLIENT_TIMEOUT_S).reset(split="train", index=0)
 

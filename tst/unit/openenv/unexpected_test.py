@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_env.episode import TurnEnd
-from agent_env.openenv import AgentEnvAction
-from agent_env.openenv.app import _app
+from agent_env.openenv import AgentEnvAction, build_served_app
 from agent_env.openenv.context import ServerContext
 from agent_env.openenv.session import Session
 from agent_env.served import ServedTask
@@ -44,7 +43,7 @@ def test_an_episode_that_raises_something_unexpected_ends_with_an_internal_error
 ) -> None:
     spec = FakeTask("broken").spec("train", 0)
     served = {"train": (ServedTask(spec, BrokenEpisode),)}
-    client = connect(serve(_app(served)).url, message_timeout_s=10)
+    client = connect(serve(build_served_app(served)).url, message_timeout_s=10)
     client.reset(split="train", index=0)
 
     answer = client.step(AgentEnvAction.call_tool("lift").wire())

@@ -18,8 +18,7 @@ from typing import Any, Literal
 
 import pytest
 
-from agent_env.openenv import BackgroundServer
-from agent_env.openenv.app import _app
+from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.testing import FakeEpisode, FakeTask, Gate, fake_served
 from agent_env.training.trl import (
     TASK_OVER,
@@ -260,7 +259,7 @@ def test_a_reset_and_an_end_turn_carry_the_resets_deadline_so_end_turn_waits_for
 ) -> None:
     verify = Gate()
     task = dock_task(verify_gate=verify)
-    recorder = RecordFrames(_app(fake_served({"train": [task]})))
+    recorder = RecordFrames(build_served_app(fake_served({"train": [task]})))
     env = open_env(serve(recorder).url, reset_timeout=20, tool_timeout=0.3)
     environment = env.factory()
     environment.reset(**row_of(env, 0))
@@ -354,7 +353,9 @@ def test_a_server_at_its_session_limit_fails_the_reset_naming_how_to_raise_it(
 def test_a_server_full_of_sessions_no_client_holds_fails_the_reset_saying_a_restart_frees_them(
     serve: Serve, open_env: Open
 ) -> None:
-    server = serve(with_a_session_leak(_app(fake_served({"train": [dock_task()]}), max_concurrent_envs=2)))
+    server = serve(
+        with_a_session_leak(build_served_app(fake_served({"train": [dock_task()]}), max_concurrent_envs=2))
+    )
     env = open_env(server.url)
     first, second = env.factory(), env.factory()
     leak_a_session(server)

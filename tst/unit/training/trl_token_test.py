@@ -9,8 +9,7 @@ import httpx
 import pytest
 
 from agent_env import load_bundle
-from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer
-from agent_env.openenv.app import _app
+from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer, build_served_app
 from agent_env.testing import FakeEpisode, FakeTask, fake_served
 from agent_env.training.trl import TASK_OVER, AgentEnv, ServerUnavailableError
 from agent_env.training.trl.session import Session
@@ -28,7 +27,7 @@ def stored(episode: FakeEpisode) -> float:
 
 def guarded(serve: Serve) -> tuple[BackgroundServer, FakeTask]:
     task = FakeTask("store", tools=[add_crate], envs=("dock",), score=stored)
-    return serve(_app(fake_served({"train": [task]}), token=TOKEN)), task
+    return serve(build_served_app(fake_served({"train": [task]}), token=TOKEN)), task
 
 
 def connections(server: BackgroundServer) -> int:
