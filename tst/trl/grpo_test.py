@@ -76,7 +76,7 @@ def served() -> Iterator[tuple[AgentEnv, list[FakeTask], RecordFrames]]:
         for task_id in ("store", "store-again")
     ]
     recorder = RecordFrames(build_served_app(fake_served({"train": tasks})))
-    env = AgentEnv._serving(recorder)
+    env = AgentEnv.serving(recorder)
     try:
         yield env, tasks, recorder
     finally:

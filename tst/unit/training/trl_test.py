@@ -479,3 +479,19 @@ def test_tool_timeouts_naming_a_tool_no_toolset_has_is_refused_when_the_factory_
         ValueError, match=r"tool_timeouts names tools no toolset .* has: add_crates \(tools: add_crate,"
     ):
         env.factory  # noqa: B018
+
+
+def test_serving_an_app_plays_its_tasks_in_process_and_close_ends_its_episodes_and_stops_it() -> None:
+    task = dock_task()
+    env = AgentEnv.serving(build_served_app(fake_served({"train": [task]})))
+    try:
+        environment = env.factory()
+        environment.reset(**row_of(env, 0))
+        assert environment.add_crate(crate="C1", bay=2) == "stored dry crate C1 in bay 2"
+        assert len(task.live) == 1
+    finally:
+        env.close()
+
+    assert until(lambda: task.live == [])
+    with pytest.raises(ServerUnavailableError):
+        AgentEnv(env.url, connect_timeout=2)
