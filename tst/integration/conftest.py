@@ -16,7 +16,7 @@ import pytest
 
 from agent_env.sandbox import DEFAULT_IMAGE, build_sandbox_image
 from agent_env.sandbox.docker_image import SANDBOX_LABEL
-from tst.unit._waiting import child_processes, until
+from tst.support.waiting import child_processes, until
 
 LEFTOVER_WAIT_S = 10.0
 

@@ -23,7 +23,7 @@ from websockets.sync.client import connect as connect_websocket
 
 from agent_env.training.trl import AgentEnv
 from tst.reliability._serve import agent_env_serve
-from tst.unit._waiting import until
+from tst.support.waiting import until
 from tst.unit.openenv._harbor import HARBOR, reference_play
 
 CAPACITY = 8

@@ -26,7 +26,7 @@ from agent_env.openenv import tracker as tracker_module
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, Gate, fake_served
 from tst.reliability.hostile_frames_test import Raw, dock, observation, play_on, status
-from tst.unit._waiting import until
+from tst.support.waiting import until
 from tst.unit.episode_test import example, with_envs
 
 BOUND_S = 0.5

@@ -27,7 +27,7 @@ from agent_env import (
 )
 from agent_env.sandbox import LocalSandbox
 from agent_env.verifiers import FunctionCheck, Verifier
-from tst.unit._waiting import WAIT_S, eventually, running, written
+from tst.support.waiting import WAIT_S, eventually, running, written
 
 HARBOR = Path(__file__).resolve().parents[2] / "examples" / "harbor"
 BUNDLE = agent_env.load_bundle(HARBOR)

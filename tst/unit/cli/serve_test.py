@@ -24,7 +24,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from agent_env.openenv import AgentEnvAction
-from tst.unit._waiting import alive, until
+from tst.support.waiting import alive, until
 from tst.unit.openenv._harbor import (
     BASH_TASK,
     HARBOR,

@@ -9,7 +9,7 @@ from typing import Any
 from agent_env.bundle import load_bundle
 from agent_env.openenv import AgentEnvAction
 from agent_env.replay import Script, load_solutions
-from tst.unit._waiting import running
+from tst.support.waiting import running
 
 HARBOR = Path(__file__).resolve().parents[3] / "examples" / "harbor"
 SINGLE_TURN_TASK = 0  # store-crate-000: a deckhand stores C17 in bay 5

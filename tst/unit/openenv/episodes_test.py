@@ -15,7 +15,7 @@ import pytest
 from agent_env.openenv import AgentEnvAction, build_app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask
-from tst.unit._waiting import until
+from tst.support.waiting import until
 from tst.unit.openenv._harbor import (
     ACCESS_TASK,
     BASH_TASK,

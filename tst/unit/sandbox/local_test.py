@@ -12,7 +12,7 @@ import pytest
 
 from agent_env import CommandResult
 from agent_env.sandbox import LocalSandbox, LocalSandboxProvider
-from tst.unit._waiting import eventually, running, written
+from tst.support.waiting import eventually, running, written
 
 DEADLINE_S = 2.0
 CAP = 1024
