@@ -18,8 +18,8 @@ from agent_env.openenv import (
     resolve_max_concurrent_envs,
 )
 from agent_env.testing import FakeTask, fake_served
+from tst.support.harbor import HARBOR
 from tst.support.waiting import WAIT_S, until
-from tst.unit.openenv._harbor import HARBOR
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
 from tst.unit.openenv._tools import add_crate
 from tst.unit.openenv.conftest import Connect, Serve

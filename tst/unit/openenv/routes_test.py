@@ -30,7 +30,7 @@ from agent_env.openenv import (
 from agent_env.openenv.context import ServerContext
 from agent_env.openenv.sessions import SessionServer
 from agent_env.testing import FakeTask, fake_served
-from tst.unit.openenv._harbor import HARBOR
+from tst.support.harbor import HARBOR
 from tst.unit.openenv._tools import add_crate
 from tst.unit.openenv.conftest import Connect, Serve
 

@@ -15,7 +15,7 @@ import agent_env
 from agent_env import AccessChange
 from agent_env.openenv import BackgroundServer, build_app
 from agent_env.testing import FakeTask
-from tst.unit.openenv._harbor import HARBOR
+from tst.support.harbor import HARBOR
 from tst.unit.openenv._tools import add_crate, list_crates
 from tst.unit.openenv.conftest import Serve
 

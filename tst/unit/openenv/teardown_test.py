@@ -23,8 +23,8 @@ from websockets.sync.client import connect as connect_ws
 from agent_env.openenv import AgentEnvAction, build_app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, Gate
+from tst.support.harbor import BASH_TASK, HARBOR, SLEEPER, sandbox_folders, sleeper_pids
 from tst.support.waiting import alive, until
-from tst.unit.openenv._harbor import BASH_TASK, HARBOR, SLEEPER, sandbox_folders, sleeper_pids
 from tst.unit.openenv._tools import add_crate
 from tst.unit.openenv.conftest import Connect, Serve
 
