@@ -20,8 +20,8 @@ from websockets.sync.client import ClientConnection, connect
 
 from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.testing import FakeEpisode, FakeTask, Gate, fake_served
+from tst.support.tools import add_crate
 from tst.support.waiting import until
-from tst.unit.openenv._tools import add_crate
 
 ANSWER_S = 10.0
 NESTED = 100_000

@@ -41,9 +41,9 @@ from agent_env.openenv import BackgroundServer, build_served_app  # noqa: E402
 from agent_env.testing import FakeEpisode, FakeTask, Gate, fake_served  # noqa: E402
 from agent_env.training.trl import AgentEnv  # noqa: E402
 from examples.train_grpo import tiny_model_and_tokenizer  # noqa: E402
+from tst.support.tools import add_crate, list_crates  # noqa: E402
 from tst.support.waiting import child_processes, until  # noqa: E402
 from tst.trl._vllm_stand_in import StandInVLLM  # noqa: E402
-from tst.unit.openenv._tools import add_crate, list_crates  # noqa: E402
 
 GENERATIONS = 2
 """Rollouts per group, so each task is played twice per pass over the dataset."""

@@ -24,8 +24,8 @@ from tst.support.harbor import (
     play_reference,
     sandbox_folders,
 )
+from tst.support.tools import add_crate, jam_crane
 from tst.support.waiting import until
-from tst.unit.openenv._tools import add_crate, jam_crane
 from tst.unit.openenv.conftest import Connect, Serve
 
 CLIENT_TIMEOUT_S = 10.0

@@ -16,7 +16,7 @@ from agent_env import AccessChange
 from agent_env.openenv import BackgroundServer, build_app
 from agent_env.testing import FakeTask
 from tst.support.harbor import HARBOR
-from tst.unit.openenv._tools import add_crate, list_crates
+from tst.support.tools import add_crate, list_crates
 from tst.unit.openenv.conftest import Serve
 
 TRAIN = [json.loads(line) for line in (HARBOR / "tasks" / "train.jsonl").read_text().splitlines()]

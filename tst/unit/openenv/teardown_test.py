@@ -24,8 +24,8 @@ from agent_env.openenv import AgentEnvAction, build_app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, Gate
 from tst.support.harbor import BASH_TASK, HARBOR, SLEEPER, sandbox_folders, sleeper_pids
+from tst.support.tools import add_crate
 from tst.support.waiting import alive, until
-from tst.unit.openenv._tools import add_crate
 from tst.unit.openenv.conftest import Connect, Serve
 
 WAIT_S = 10.0

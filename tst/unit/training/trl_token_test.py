@@ -14,7 +14,7 @@ from agent_env.testing import FakeEpisode, FakeTask, fake_served
 from agent_env.training.trl import TASK_OVER, AgentEnv, ServerUnavailableError
 from agent_env.training.trl.session import Session
 from tst.support.harbor import HARBOR
-from tst.unit.openenv._tools import add_crate
+from tst.support.tools import add_crate
 from tst.unit.training.conftest import Open, trl_tools
 
 Serve = typing.Callable[..., BackgroundServer]
