@@ -27,9 +27,9 @@ from agent_env.openenv import build_served_app  # noqa: E402
 from agent_env.testing import FakeEpisode, FakeTask, fake_served  # noqa: E402
 from agent_env.training.trl import AgentEnv  # noqa: E402
 from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E402
+from tst.support.frames import RecordFrames  # noqa: E402
 from tst.support.tools import add_crate, list_crates  # noqa: E402
 from tst.support.waiting import until  # noqa: E402
-from tst.unit.training.conftest import RecordFrames  # noqa: E402
 
 STORE = {"name": "add_crate", "arguments": {"crate": "C1", "bay": 2}}
 END = {"name": "end_turn", "arguments": {"reply": "Stored."}}

@@ -29,10 +29,11 @@ from agent_env.training.trl import (
     UnknownSplitError,
     UnsupportedToolError,
 )
+from tst.support.frames import RecordFrames
 from tst.support.tools import add_crate, jam_crane, list_crates
 from tst.support.waiting import until
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
-from tst.unit.training.conftest import Open, RecordFrames, trl_tools
+from tst.unit.training.conftest import Open, trl_tools
 
 Serve = typing.Callable[..., BackgroundServer]
 
