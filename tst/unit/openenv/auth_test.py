@@ -11,8 +11,8 @@ from starlette.routing import Route
 from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer, build_served_app, resolve_token
 from agent_env.openenv.serve import exposure_warning
 from agent_env.testing import FakeTask, fake_served
+from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
-from tst.unit.openenv.conftest import Connect, Serve
 
 TOKEN = "s3cret-token_42"
 

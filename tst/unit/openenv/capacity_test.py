@@ -19,10 +19,10 @@ from agent_env.openenv import (
 )
 from agent_env.testing import FakeTask, fake_served
 from tst.support.harbor import HARBOR
+from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
 from tst.support.waiting import WAIT_S, until
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
-from tst.unit.openenv.conftest import Connect, Serve
 
 CLIENT_TIMEOUT_S = 10.0
 

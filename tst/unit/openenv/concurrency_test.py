@@ -10,8 +10,8 @@ from agent_env.openenv import AgentEnvAction, build_app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask
 from tst.support.harbor import BASH_TASK, HARBOR, SINGLE_TURN_TASK, play_reference, sandbox_folders
+from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
-from tst.unit.openenv.conftest import Connect, Serve
 
 WAIT_S = 10.0
 

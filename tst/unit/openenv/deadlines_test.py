@@ -12,8 +12,8 @@ from typing import Any
 
 from agent_env.openenv import AgentEnvAction
 from agent_env.testing import FakeTask, Gate
+from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate, list_crates
-from tst.unit.openenv.conftest import Connect, Serve
 
 CLIENT_TIMEOUT_S = 10.0
 

@@ -24,9 +24,9 @@ from tst.support.harbor import (
     play_reference,
     sandbox_folders,
 )
+from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate, jam_crane
 from tst.support.waiting import until
-from tst.unit.openenv.conftest import Connect, Serve
 
 CLIENT_TIMEOUT_S = 10.0
 WAIT_S = 10.0

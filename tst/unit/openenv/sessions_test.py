@@ -16,10 +16,10 @@ from websockets.sync.client import connect as connect_websocket
 from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.openenv.sessions import ATTACH_REFUSED
 from agent_env.testing import FakeTask, fake_served
+from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
 from tst.support.waiting import until
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
-from tst.unit.openenv.conftest import Connect, Serve
 
 ANSWER_S = 10.0
 RESET = {"type": "reset", "data": {"split": "train", "index": 0}}

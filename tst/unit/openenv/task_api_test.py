@@ -16,8 +16,8 @@ from agent_env import AccessChange
 from agent_env.openenv import BackgroundServer, build_app
 from agent_env.testing import FakeTask
 from tst.support.harbor import HARBOR
+from tst.support.serving import Serve
 from tst.support.tools import add_crate, list_crates
-from tst.unit.openenv.conftest import Serve
 
 TRAIN = [json.loads(line) for line in (HARBOR / "tasks" / "train.jsonl").read_text().splitlines()]
 EVAL = [json.loads(line) for line in (HARBOR / "tasks" / "eval.jsonl").read_text().splitlines()]

@@ -12,8 +12,8 @@ from agent_env.openenv.context import ServerContext
 from agent_env.openenv.session import Session
 from agent_env.served import ServedTask
 from agent_env.testing import FakeTask, fake_served
+from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
-from tst.unit.openenv.conftest import Connect, Serve
 
 
 class BrokenEpisode:

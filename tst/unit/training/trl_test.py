@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import pytest
 
-from agent_env.openenv import BackgroundServer, build_served_app
+from agent_env.openenv import build_served_app
 from agent_env.testing import FakeEpisode, FakeTask, Gate, fake_served
 from agent_env.training.trl import (
     TASK_OVER,
@@ -30,12 +30,11 @@ from agent_env.training.trl import (
     UnsupportedToolError,
 )
 from tst.support.frames import RecordFrames
+from tst.support.serving import Serve
 from tst.support.tools import add_crate, jam_crane, list_crates
 from tst.support.waiting import until
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
 from tst.unit.training.conftest import Open, trl_tools
-
-Serve = typing.Callable[..., BackgroundServer]
 
 
 def stored_a_crate(episode: FakeEpisode) -> float:

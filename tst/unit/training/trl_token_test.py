@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-import typing
 
 import httpx
 import pytest
@@ -14,10 +13,10 @@ from agent_env.testing import FakeEpisode, FakeTask, fake_served
 from agent_env.training.trl import TASK_OVER, AgentEnv, ServerUnavailableError
 from agent_env.training.trl.session import Session
 from tst.support.harbor import HARBOR
+from tst.support.serving import Serve
 from tst.support.tools import add_crate
 from tst.unit.training.conftest import Open, trl_tools
 
-Serve = typing.Callable[..., BackgroundServer]
 TOKEN = "train-me-0123"
 
 

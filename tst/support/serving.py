@@ -1,4 +1,4 @@
-"""Types of the fixtures the server's tests use: `serve` and `connect` are in tst/conftest.py."""
+"""Types of the `serve` and `connect` fixtures (in tst/conftest.py, for every tier), for annotations."""
 
 from __future__ import annotations
 
