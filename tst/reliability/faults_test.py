@@ -25,7 +25,7 @@ from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.openenv import tracker as tracker_module
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, Gate, fake_served
-from tst.reliability.hostile_frames_test import Raw, dock, observation, play_on, status
+from tst.reliability._raw import Raw, dock, observation, play_on, status
 from tst.support.harbor import example, with_envs
 from tst.support.waiting import until
 

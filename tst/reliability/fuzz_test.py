@@ -17,7 +17,7 @@ from schemathesis.checks import not_a_server_error
 
 from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.testing import fake_served
-from tst.reliability.hostile_frames_test import Raw, dock, observation, play_on, status
+from tst.reliability._raw import Raw, dock, observation, play_on, status
 from tst.support.waiting import until
 
 EXAMPLES = 60

@@ -15,7 +15,7 @@ import pytest
 
 from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.testing import Gate, fake_served
-from tst.reliability.hostile_frames_test import Raw, dock, observation, play_on, status
+from tst.reliability._raw import Raw, dock, observation, play_on, status
 from tst.support.waiting import until
 
 TEARDOWN_S = 30.0
