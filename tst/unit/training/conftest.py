@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from agent_env.training.trl import AgentEnv
-
-Open = Callable[..., AgentEnv]
-"""The type of the `open_env` fixture: a URL and AgentEnv's options to an AgentEnv."""
+from tst.unit.training._trl import Open
 
 
 @pytest.fixture
@@ -29,12 +26,3 @@ def open_env() -> Iterator[Open]:
     for env in made:
         with contextlib.suppress(Exception):
             env.close()
-
-
-def trl_tools(environment: object) -> dict[str, Callable[..., Any]]:
-    """The tools TRL 1.16 offers for an environment instance, found as its trainers find them."""
-    return {
-        name: getattr(environment, name)
-        for name, _ in inspect.getmembers(type(environment), predicate=inspect.isfunction)
-        if name not in ("reset", "get_reward") and not name.startswith("_")
-    }

@@ -23,8 +23,7 @@ from tst.support.harbor import BASH_TASK, HARBOR, sandbox_folders
 from tst.support.serving import Serve
 from tst.support.waiting import until
 from tst.unit.training._spawned import play_one_rollout
-from tst.unit.training.conftest import Open
-from tst.unit.training.trl_test import dock_task
+from tst.unit.training._trl import Open, dock_task
 
 ROOT = Path(__file__).resolve().parents[3]
 TEARDOWN_S = 30.0

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import pytest
 
 from agent_env.openenv import build_served_app
-from agent_env.testing import FakeEpisode, FakeTask, Gate, fake_served
+from agent_env.testing import FakeTask, Gate, fake_served
 from agent_env.training.trl import (
     TASK_OVER,
     AgentEnv,
@@ -31,25 +31,10 @@ from agent_env.training.trl import (
 )
 from tst.support.frames import RecordFrames
 from tst.support.serving import Serve
-from tst.support.tools import add_crate, jam_crane, list_crates
+from tst.support.tools import list_crates
 from tst.support.waiting import until
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
-from tst.unit.training.conftest import Open, trl_tools
-
-
-def stored_a_crate(episode: FakeEpisode) -> float:
-    return 1.0 if any(name == "add_crate" for name, _ in episode.calls) else 0.0
-
-
-def dock_task(task_id: str = "store", **options: Any) -> FakeTask:
-    fields: dict[str, Any] = {
-        "tools": [add_crate, list_crates, jam_crane],
-        "envs": ("dock",),
-        "score": stored_a_crate,
-        "system_prompt": "You work on the dock.",
-        "turns": ("Store crate C1 in bay 2.",),
-    }
-    return FakeTask(task_id, **{**fields, **options})
+from tst.unit.training._trl import Open, dock_task, trl_tools
 
 
 def add_item(item: str, quantity: int) -> str:

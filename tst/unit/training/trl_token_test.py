@@ -15,7 +15,7 @@ from agent_env.training.trl.session import Session
 from tst.support.harbor import HARBOR
 from tst.support.serving import Serve
 from tst.support.tools import add_crate
-from tst.unit.training.conftest import Open, trl_tools
+from tst.unit.training._trl import Open, trl_tools
 
 TOKEN = "train-me-0123"
 
