@@ -47,16 +47,15 @@ def connect() -> Iterator[Callable[..., Any]]:
 
 @pytest.fixture
 def serve() -> Iterator[Callable[..., Any]]:
-    """Start a `BackgroundServer` for an ASGI app, or for fake tasks by split (`_app`'s keywords pass
-    through); every server is stopped after the test."""
+    """Start a `BackgroundServer` for an ASGI app, or for fake tasks by split (`build_served_app`'s
+    keywords pass through); every server is stopped after the test."""
     servers: list[Any] = []
 
     def start(what: Any, **options: Any) -> Any:
-        from agent_env.openenv import BackgroundServer
-        from agent_env.openenv.app import _app
+        from agent_env.openenv import BackgroundServer, build_served_app
         from agent_env.testing import fake_served
 
-        app = _app(fake_served(what), **options) if isinstance(what, Mapping) else what
+        app = build_served_app(fake_served(what), **options) if isinstance(what, Mapping) else what
         server = BackgroundServer(app).start()
         servers.append(server)
         return server

@@ -6,9 +6,9 @@ so the core never does; only servers and trainers pay for it.
 
 from __future__ import annotations
 
-from agent_env.openenv._require import require_openenv
+from agent_env.openenv._require import require_openenv as _require_openenv
 
-require_openenv()
+_require_openenv()
 
 from agent_env.openenv.app import (  # noqa: E402
     DEFAULT_MAX_CONCURRENT_ENVS,
@@ -16,6 +16,7 @@ from agent_env.openenv.app import (  # noqa: E402
     SERVED_ROUTES,
     ServerStatus,
     build_app,
+    build_served_app,
     env_name_for,
     resolve_max_concurrent_envs,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "ServerStatus",
     "SessionCounts",
     "build_app",
+    "build_served_app",
     "env_name_for",
     "resolve_max_concurrent_envs",
     "resolve_token",

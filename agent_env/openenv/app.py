@@ -1,12 +1,12 @@
-"""The ASGI app that serves a bundle: `build_app(bundle)`, made by `_app(served)` alone.
+"""The ASGI app that serves a bundle: `build_app(bundle)`, made by `build_served_app(served)` alone.
 
-`_app` is the one place the app is put together, so tests that serve hand-built tasks (the fake
-steps of `agent_env.testing`) run exactly the server a bundle gets. The app is a FastAPI app of our
-own with OpenEnv's `HTTPEnvServer` routes registered on it in production mode (not `create_app`,
-which turns into a Gradio app when `ENABLE_WEB_INTERFACE` is set), so it holds the server and can
-count its sessions. It serves exactly `SERVED_ROUTES`; `NOT_SERVED_ROUTES` says why each other
-route OpenEnv has is not served. A session exists only while a client's WebSocket on `/ws` holds
-it: no route lets anyone create one that outlives its connection.
+`build_served_app` is the one place the app is put together, so served tasks that are not a
+bundle's (the fake steps of `agent_env.testing`, in tests) run exactly the server a bundle gets. The
+app is a FastAPI app of our own with OpenEnv's `HTTPEnvServer` routes registered on it in production
+mode (not `create_app`, which turns into a Gradio app when `ENABLE_WEB_INTERFACE` is set), so it
+holds the server and can count its sessions. It serves exactly `SERVED_ROUTES`; `NOT_SERVED_ROUTES`
+says why each other route OpenEnv has is not served. A session exists only while a client's
+WebSocket on `/ws` holds it: no route lets anyone create one that outlives its connection.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def build_app(
     required as `Authorization: Bearer <token>` on every route, the WebSocket included.
     """
     loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
-    return _app(
+    return build_served_app(
         serve_bundle(loaded, sandbox=sandbox),
         name=env_name or loaded.name,
         description=loaded.config.description,
@@ -113,7 +113,7 @@ def build_app(
     )
 
 
-def _app(
+def build_served_app(
     served: Served,
     *,
     name: str = "tasks",
@@ -121,7 +121,13 @@ def _app(
     max_concurrent_envs: int | None = None,
     token: str | None = None,
 ) -> FastAPI:
-    """The app that serves `served`; `build_app` and the tests' hand-built tasks both come here."""
+    """The app that serves `served` (split -> tasks, as `serve_bundle` makes them) over OpenEnv.
+
+    The seam under `build_app`, which passes it a bundle's served tasks: pass any others, such as
+    `agent_env.testing.fake_served(...)`, to get exactly the server a bundle gets. `name` is the
+    `{env_name}` of the Task API's routes (made safe for a URL path), `description` the app's;
+    `max_concurrent_envs` and `token` are as for `build_app`.
+    """
     required_token = resolve_token(token)
     context = ServerContext(
         env_name_for(name),

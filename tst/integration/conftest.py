@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from agent_env.sandbox import DEFAULT_IMAGE, build_sandbox_image
-from agent_env.sandbox.docker_image import SANDBOX_LABEL
-from tst.unit._waiting import child_processes, until
+from tst.integration._containers import sandbox_containers
+from tst.support.waiting import child_processes, until
 
 LEFTOVER_WAIT_S = 10.0
 
@@ -48,15 +48,6 @@ def sandbox_image(docker_client: Any) -> str:
     except docker.errors.ImageNotFound:
         build_sandbox_image(DEFAULT_IMAGE, client=docker_client)
     return DEFAULT_IMAGE
-
-
-def sandbox_containers(client: Any) -> list[str]:
-    """The ids of every container a sandbox provider made, running or not.
-
-    The low-level list answers in one call; the high-level one inspects each container after listing
-    them, and fails on one removed in between.
-    """
-    return [str(c["Id"]) for c in client.api.containers(all=True, filters={"label": SANDBOX_LABEL})]
 
 
 @pytest.fixture(autouse=True)

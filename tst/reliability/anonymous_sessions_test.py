@@ -23,8 +23,8 @@ from websockets.sync.client import connect as connect_websocket
 
 from agent_env.training.trl import AgentEnv
 from tst.reliability._serve import agent_env_serve
-from tst.unit._waiting import until
-from tst.unit.openenv._harbor import HARBOR, reference_play
+from tst.support.harbor import HARBOR, reference_play
+from tst.support.waiting import until
 
 CAPACITY = 8
 ATTEMPTS = CAPACITY + 1

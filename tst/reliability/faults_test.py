@@ -22,14 +22,13 @@ from agent_env import Episode, EpisodeError
 from agent_env import episode as episode_module
 from agent_env.env import Env, EnvSpec
 from agent_env.episode import EpisodeState
-from agent_env.openenv import BackgroundServer
+from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.openenv import tracker as tracker_module
-from agent_env.openenv.app import _app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, Gate, fake_served
-from tst.reliability.hostile_frames_test import Raw, dock, observation, play_on, status
-from tst.unit._waiting import until
-from tst.unit.episode_test import example, with_envs
+from tst.reliability._raw import Raw, dock, observation, play_on, status
+from tst.support.harbor import example, with_envs
+from tst.support.waiting import until
 
 BOUND_S = 0.5
 STOP_S = 15.0
@@ -110,7 +109,7 @@ def test_a_teardown_that_never_ends_holds_neither_the_sessions_next_reset_nor_th
     monkeypatch.setattr(tracker_module, "TEARDOWN_TIMEOUT_S", BOUND_S)
     stuck = Gate()
     tasks = [dock("stuck", teardown_gate=stuck), dock("next")]
-    server = BackgroundServer(_app(fake_served({"train": tasks}))).start()
+    server = BackgroundServer(build_served_app(fake_served({"train": tasks}))).start()
     try:
         raw = Raw(server.url)
         observation(raw.ask("reset", {"split": "train", "index": 0}))
@@ -146,7 +145,7 @@ def test_a_tool_that_raises_or_hangs_ends_as_an_error_and_the_next_episode_plays
 
     hung = Gate()
     tasks = [FakeTask("weigh", tools=[weigh]), dock("hang", tool_gates={"add_crate": hung})]
-    server = BackgroundServer(_app(fake_served({"train": tasks}))).start()
+    server = BackgroundServer(build_served_app(fake_served({"train": tasks}))).start()
     try:
         raw = Raw(server.url)
         observation(raw.ask("reset", {"split": "train", "index": 0}))

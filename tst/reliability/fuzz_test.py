@@ -15,15 +15,14 @@ from hypothesis import strategies as st
 from schemathesis import APIOperation, Case, GenerationMode
 from schemathesis.checks import not_a_server_error
 
-from agent_env.openenv import BackgroundServer
-from agent_env.openenv.app import _app
+from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.testing import fake_served
-from tst.reliability.hostile_frames_test import Raw, dock, observation, play_on, status
-from tst.unit._waiting import until
+from tst.reliability._raw import Raw, dock, observation, play_on, status
+from tst.support.waiting import until
 
 EXAMPLES = 60
 TASKS = {"train": [dock("quay"), dock("belt")], "eval": [dock("dry-dock")]}
-APP = _app(fake_served(TASKS))
+APP = build_served_app(fake_served(TASKS))
 # The schema the app serves at /openapi.json, read at collection so each operation is a test of its own.
 # schemathesis is driven through its documented strategies (`as_strategy`, with `@given`), not its pytest
 # plugin, which reaches into pytest's private node attributes and broke with pytest 9.2.

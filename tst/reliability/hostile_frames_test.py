@@ -7,87 +7,29 @@ after each, the same session plays its task on to a score.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from websockets.exceptions import ConnectionClosedError
-from websockets.sync.client import ClientConnection, connect
 
 from agent_env.episode import EpisodeState
-from agent_env.openenv import BackgroundServer
-from agent_env.openenv.app import _app
+from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.testing import FakeTask, Gate, calls, fake_served
-from agent_env.verifiers import VerifierContext
-from tst.unit._waiting import until
-from tst.unit.openenv._tools import add_crate
+from tst.reliability._raw import ANSWER_S, Raw, dock, observation, play_on, status
+from tst.support.waiting import until
 
-ANSWER_S = 10.0
 NESTED = 100_000
-
-
-def stored(context: VerifierContext) -> float:
-    return 1.0 if any(name == "add_crate" for name, _ in calls(context)) else 0.0
-
-
-def dock(task_id: str, **options: Any) -> FakeTask:
-    return FakeTask(task_id, tools=[add_crate], envs=("dock",), score=stored, **options)
 
 
 @pytest.fixture
 def server() -> Iterator[tuple[BackgroundServer, list[FakeTask]]]:
     tasks = [dock("quay"), dock("belt")]
-    served = BackgroundServer(_app(fake_served({"train": tasks}))).start()
+    served = BackgroundServer(build_served_app(fake_served({"train": tasks}))).start()
     yield served, tasks
     served.stop()
-
-
-class Raw:
-    """A WebSocket client that sends whatever frame it is given and reads answers as JSON."""
-
-    def __init__(self, url: str) -> None:
-        self._open = contextlib.ExitStack()
-        self.socket: ClientConnection = self._open.enter_context(
-            connect(url.replace("http://", "ws://") + "/ws", max_size=None)
-        )
-
-    def send(self, frame: str | bytes) -> None:
-        self.socket.send(frame)
-
-    def answer(self) -> dict[str, Any]:
-        answer: dict[str, Any] = json.loads(self.socket.recv(timeout=ANSWER_S))
-        return answer
-
-    def ask(self, kind: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
-        self.send(json.dumps({"type": kind, **({"data": data} if data is not None else {})}))
-        return self.answer()
-
-    def close(self) -> None:
-        self._open.close()
-
-
-def observation(answer: dict[str, Any]) -> dict[str, Any]:
-    assert answer["type"] == "observation", answer
-    body: dict[str, Any] = answer["data"]
-    return body
-
-
-def play_on(raw: Raw, crate: str = "C1") -> dict[str, Any]:
-    """Store a crate and end the turn; the final answer."""
-    called = observation(
-        raw.ask("step", {"kind": "call_tool", "tool": "add_crate", "arguments": {"crate": crate, "bay": 2}})
-    )
-    assert called["observation"]["error"] is None, called
-    return observation(raw.ask("step", {"kind": "end_turn", "reply": "Stored."}))
-
-
-def status(server: BackgroundServer) -> dict[str, Any]:
-    body: dict[str, Any] = httpx.get(f"{server.url}/tasks/status", timeout=ANSWER_S).json()
-    return body
 
 
 def nested(depth: int) -> str:

@@ -14,11 +14,10 @@ from typing import Any
 import pytest
 
 from agent_env.episode import EpisodeState
-from agent_env.openenv import BackgroundServer
-from agent_env.openenv.app import _app
+from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.testing import Gate, fake_served
-from tst.reliability.hostile_frames_test import Raw, dock, observation, play_on, status
-from tst.unit._waiting import until
+from tst.reliability._raw import Raw, dock, observation, play_on, status
+from tst.support.waiting import until
 
 TEARDOWN_S = 30.0
 
@@ -62,7 +61,7 @@ def test_a_trainer_killed_mid_phase_has_its_episode_torn_down_and_the_server_pla
     field, frames = PHASES[phase]
     holding: dict[str, Any] = {field: {"add_crate": held} if field == "tool_gates" else held}
     tasks = [dock("held", **holding), dock("free")]
-    server = BackgroundServer(_app(fake_served({"train": tasks}))).start()
+    server = BackgroundServer(build_served_app(fake_served({"train": tasks}))).start()
     trainer = subprocess.Popen(
         [sys.executable, "-c", TRAINER, server.url.replace("http://", "ws://") + "/ws", json.dumps(frames)],
         stdout=subprocess.PIPE,

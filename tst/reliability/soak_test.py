@@ -26,7 +26,7 @@ import pytest
 
 from agent_env.openenv import AgentEnvAction
 from tst.reliability._serve import agent_env_serve
-from tst.unit._waiting import child_processes, until
+from tst.support.waiting import child_processes, until
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSIONS = 256

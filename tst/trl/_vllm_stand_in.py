@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tst.unit._waiting import until
+from tst.support.waiting import until
 
 HOLD_S = 60.0
 """The longest the first requests are held together; past it they go on, and the test sees why."""

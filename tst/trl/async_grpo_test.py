@@ -3,8 +3,8 @@
 AsyncGRPO hands `environment_factory` to `AsyncRolloutWorker`, which pickles it into a spawned
 process; there a thread pool resets environments, calls their tools and reads `get_reward`, while the
 generations come from a vLLM server over HTTP. These tests run TRL 1.16's own worker, unchanged,
-against `_app` over fake tasks served on loopback, with a stand-in for vLLM's `/v1/completions`
-(`_vllm_stand_in.py`): no GPU and no vLLM are needed.
+against `build_served_app` over fake tasks served on loopback, with a stand-in for vLLM's
+`/v1/completions` (`_vllm_stand_in.py`): no GPU and no vLLM are needed.
 
 The worker refuses to start unless `vllm` is importable, although nothing it runs imports vLLM (it
 talks to the server over HTTP with aiohttp, which the dev install provides). That import check, in
@@ -38,15 +38,14 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
 from trl.experimental.async_grpo import async_rollout_worker  # noqa: E402
 
 from agent_env.episode import Episode, EpisodeState  # noqa: E402
-from agent_env.openenv import BackgroundServer  # noqa: E402
-from agent_env.openenv.app import _app  # noqa: E402
+from agent_env.openenv import BackgroundServer, build_served_app  # noqa: E402
 from agent_env.testing import FakeTask, Gate, calls, fake_served  # noqa: E402
 from agent_env.training.trl import AgentEnv  # noqa: E402
 from agent_env.verifiers import VerifierContext  # noqa: E402
 from examples.train_grpo import tiny_model_and_tokenizer  # noqa: E402
+from tst.support.tools import add_crate, list_crates  # noqa: E402
+from tst.support.waiting import child_processes, until  # noqa: E402
 from tst.trl._vllm_stand_in import StandInVLLM  # noqa: E402
-from tst.unit._waiting import child_processes, until  # noqa: E402
-from tst.unit.openenv._tools import add_crate, list_crates  # noqa: E402
 
 GENERATIONS = 2
 """Rollouts per group, so each task is played twice per pass over the dataset."""
@@ -149,7 +148,7 @@ def serve_dock() -> Iterator[Callable[..., Served]]:
             )
             for n, prompt in enumerate(PROMPTS)
         ]
-        env = AgentEnv._serving(_app(fake_served({"train": tasks})), tool_timeout=tool_timeout)
+        env = AgentEnv.serving(build_served_app(fake_served({"train": tasks})), tool_timeout=tool_timeout)
         envs.append(env)
         return Served(env, tasks)
 

@@ -1,9 +1,10 @@
 """TRL's own GRPOTrainer trains a step on the CPU through the helper, unchanged.
 
-The server is `_app` over the Episode API's fake steps: a dock-like toolset with `add_crate`, scored
-1 when a crate was stored. The model is the demo's tiny one, built offline; a random model never calls
-a tool, so its `generate` is stood in for, as TRL's own environment tests do: in each group of two
-rollouts, the first stores a crate and ends its turn, the second answers without a tool.
+The server is `build_served_app` over the Episode API's fake steps: a dock-like toolset with
+`add_crate`, scored 1 when a crate was stored. The model is the demo's tiny one, built offline; a
+random model never calls a tool, so its `generate` is stood in for, as TRL's own environment tests
+do: in each group of two rollouts, the first stores a crate and ends its turn, the second answers
+without a tool.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
 import torch  # noqa: E402
 from trl import GRPOTrainer  # noqa: E402
 
-from agent_env.openenv.app import _app  # noqa: E402
+from agent_env.openenv import build_served_app  # noqa: E402
 from agent_env.testing import FakeTask, calls, fake_served  # noqa: E402
 from agent_env.training.trl import AgentEnv  # noqa: E402
 from agent_env.verifiers import VerifierContext  # noqa: E402
 from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E402
-from tst.unit._waiting import until  # noqa: E402
-from tst.unit.openenv._tools import add_crate, list_crates  # noqa: E402
-from tst.unit.training.conftest import RecordFrames  # noqa: E402
+from tst.support.frames import RecordFrames  # noqa: E402
+from tst.support.tools import add_crate, list_crates  # noqa: E402
+from tst.support.waiting import until  # noqa: E402
 
 STORE = {"name": "add_crate", "arguments": {"crate": "C1", "bay": 2}}
 END = {"name": "end_turn", "arguments": {"reply": "Stored."}}
@@ -75,8 +76,8 @@ def served() -> Iterator[tuple[AgentEnv, list[FakeTask], RecordFrames]]:
         FakeTask(task_id, tools=[add_crate, list_crates], envs=("dock",), score=stored_a_crate)
         for task_id in ("store", "store-again")
     ]
-    recorder = RecordFrames(_app(fake_served({"train": tasks})))
-    env = AgentEnv._serving(recorder)
+    recorder = RecordFrames(build_served_app(fake_served({"train": tasks})))
+    env = AgentEnv.serving(recorder)
     try:
         yield env, tasks, recorder
     finally:

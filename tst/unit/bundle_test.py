@@ -1,36 +1,12 @@
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from agent_env import BundleError, load_bundle
+from tst.unit._bundles import SHELF, TOML, a_task, make_bundle
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "harbor"
-
-SHELF = '''
-from agent_env import Env, tool
-
-
-class Shelf(Env):
-    """Books on a shelf."""
-
-    def setup(self, seed):
-        self.books = list(seed.get("books", []))
-
-    def items(self):
-        return list(self.books)
-
-    @tool
-    def put_book(self, title: str) -> str:
-        """Put a book on the shelf.
-
-        Args:
-            title: The book's title.
-        """
-        self.books.append(title)
-        return "ok"
-'''
 
 BOX = '''
 from agent_env import Env, tool
@@ -44,40 +20,6 @@ class Box(Env):
         """Open the box."""
         return "open"
 '''
-
-TOML = """
-[agents.reader]
-envs = ["shelf"]
-system_prompt = "You keep the shelf."
-"""
-
-
-def a_task(**fields):
-    task = {
-        "id": "t1",
-        "agent": "reader",
-        "turns": ["Shelve Dune."],
-        "verifiers": [{"type": "items", "env": "shelf", "expected": ["Dune"]}],
-    }
-    return {**task, **fields}
-
-
-def make_bundle(root: Path, *, toml=TOML, envs=None, tasks=None, verifiers=None, files=None) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "bundle.toml").write_text(textwrap.dedent(toml))
-    (root / "envs").mkdir(exist_ok=True)
-    for name, source in (envs if envs is not None else {"shelf": SHELF}).items():
-        (root / "envs" / f"{name}.py").write_text(textwrap.dedent(source))
-    (root / "tasks").mkdir(exist_ok=True)
-    for split, content in (tasks if tasks is not None else {"train": [a_task()]}).items():
-        text = content if isinstance(content, str) else "".join(json.dumps(t) + "\n" for t in content)
-        (root / "tasks" / f"{split}.jsonl").write_text(text)
-    if verifiers is not None:
-        (root / "verifiers.py").write_text(textwrap.dedent(verifiers))
-    for name, content in (files or {}).items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(content)
-    return root
 
 
 def problems_of(root: Path) -> list[str]:

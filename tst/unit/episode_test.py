@@ -21,21 +21,16 @@ from agent_env import (
     EpisodeState,
     LocalSandboxProvider,
     Task,
-    Toolset,
     load_solutions,
     play,
 )
 from agent_env.sandbox import LocalSandbox
 from agent_env.verifiers import FunctionCheck, Verifier
-from tst.unit._waiting import WAIT_S, eventually, running, written
+from tst.support.harbor import HARBOR, example, with_envs
+from tst.support.waiting import WAIT_S, eventually, running, written
 
-HARBOR = Path(__file__).resolve().parents[2] / "examples" / "harbor"
 BUNDLE = agent_env.load_bundle(HARBOR)
 AWK_TOTAL = "awk -F, 'NR>1 {s += $2} END {print s}' manifest.csv > total.txt"
-
-
-def example(task_id: str) -> Task:
-    return next(task for tasks in BUNDLE.splits.values() for task in tasks if task.id == task_id)
 
 
 def error_of(call: Any) -> EpisodeError:
@@ -66,13 +61,6 @@ def logbook(
                 raise close_error
 
     return EnvSpec.from_class(name, Logbook)
-
-
-def with_envs(task: Task, *extra: EnvSpec) -> Task:
-    """`task` with more envs beside its own."""
-    toolset = task.toolset
-    envs = Toolset((*toolset.envs, *extra), toolset.role, toolset.access, toolset.bash)
-    return dataclasses.replace(task, toolset=envs)
 
 
 class CountedSandbox:

@@ -6,12 +6,10 @@ import asyncio
 import dataclasses
 import json
 import logging
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-import agent_env
 from agent_env import (
     Deployed,
     Episode,
@@ -27,14 +25,8 @@ from agent_env import (
     TurnEnded,
     VerifierContext,
 )
-from agent_env.task import Task
 from agent_env.verifiers import FunctionCheck, Verifier
-
-BUNDLE = agent_env.load_bundle(Path(__file__).resolve().parents[2] / "examples" / "harbor")
-
-
-def example(task_id: str) -> Task:
-    return next(task for tasks in BUNDLE.splits.values() for task in tasks if task.id == task_id)
+from tst.support.harbor import example
 
 
 def kinds(events: list[EpisodeEvent]) -> list[str]:

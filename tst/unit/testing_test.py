@@ -24,7 +24,7 @@ from agent_env import (
 from agent_env.episode import Episode
 from agent_env.testing import FakeTask, Gate, Score, calls, fake_served
 from agent_env.verifiers import VerifierContext
-from tst.unit._waiting import until
+from tst.support.waiting import until
 
 WAIT_S = 5.0
 

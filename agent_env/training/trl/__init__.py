@@ -6,14 +6,14 @@ and is never imported here. Importing this package imports OpenEnv's client (sev
 
 from __future__ import annotations
 
-from agent_env.training.trl._require import require_trl_extra
+from agent_env.training.trl._require import require_trl_extra as _require_trl_extra
 
-require_trl_extra()
+_require_trl_extra()
 
-from agent_env.openenv._require import require_openenv  # noqa: E402
+from agent_env.openenv._require import require_openenv as _require_openenv  # noqa: E402
 
 try:
-    require_openenv()
+    _require_openenv()
 except ImportError as missing:
     raise ImportError(f"{missing}; agent_env.training.trl: pip install 'agentenv-framework[trl]'") from None
 

@@ -107,11 +107,16 @@ class AgentEnv:
         from agent_env.openenv import build_app
 
         app = build_app(bundle, max_concurrent_envs=max_concurrent_envs, sandbox=sandbox, token=token)
-        return cls._serving(app, token=token, **options)
+        return cls.serving(app, token=token, **options)
 
     @classmethod
-    def _serving(cls, app: Any, **options: Any) -> AgentEnv:
-        """Serve an app (as `_app` makes for hand-built tasks) in process, and use it."""
+    def serving(cls, app: Any, **options: Any) -> AgentEnv:
+        """Serve `app`, an agent_env server's ASGI app, in this process on a free loopback port, and use it.
+
+        `local(bundle)` is this with `build_app(bundle)`; pass `build_served_app(served)` for tasks that
+        are not a bundle's (`agent_env.testing`'s fakes), or such an app wrapped in ASGI middleware.
+        `options` are AgentEnv's. The server stops as `local()`'s does: at `close()` or at exit.
+        """
         from agent_env.openenv import BackgroundServer
 
         server = BackgroundServer(app).start()
@@ -160,7 +165,8 @@ class AgentEnv:
         return next(iter(classes.values())) if len(classes) == 1 else classes
 
     def close(self) -> None:
-        """End every episode this AgentEnv's environments hold, and stop the server `local()` started."""
+        """End every episode this AgentEnv's environments hold, and stop the server `local()` or
+        `serving()` started."""
         self._held.close()
 
     def __enter__(self) -> AgentEnv:

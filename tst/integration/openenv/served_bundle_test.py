@@ -15,9 +15,9 @@ import pytest
 from agent_env.bundle import load_bundle
 from agent_env.openenv import AgentEnvAction, BackgroundServer, build_app
 from agent_env.replay import load_solutions
-from tst.integration.conftest import sandbox_containers
-from tst.unit._waiting import until
-from tst.unit.openenv._harbor import BASH_TASK, HARBOR, play_reference
+from tst.integration._containers import sandbox_containers
+from tst.support.harbor import BASH_TASK, HARBOR, play_reference
+from tst.support.waiting import until
 
 CLIENT_TIMEOUT_S = 30.0
 KILLED_TEARDOWN_S = 30.0

@@ -13,7 +13,7 @@ import pytest
 
 from agent_env.errors import SandboxUnavailableError
 from agent_env.sandbox import DockerSandbox, DockerSandboxProvider, SandboxConfig
-from tst.integration.conftest import sandbox_containers
+from tst.integration._containers import sandbox_containers
 
 T = TypeVar("T")
 CAP = 16 * 1024

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from agent_env.training.trl import TASK_OVER, AgentEnv
-from tst.integration.conftest import sandbox_containers
-from tst.unit.openenv._harbor import BASH_TASK, HARBOR, SINGLE_TURN_TASK, TWO_TURN_TASK
+from tst.integration._containers import sandbox_containers
+from tst.support.harbor import BASH_TASK, HARBOR, SINGLE_TURN_TASK, TWO_TURN_TASK
 
 
 @pytest.fixture(scope="module")

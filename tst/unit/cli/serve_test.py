@@ -24,8 +24,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from agent_env.openenv import AgentEnvAction
-from tst.unit._waiting import alive, until
-from tst.unit.openenv._harbor import (
+from tst.support.harbor import (
     BASH_TASK,
     HARBOR,
     SINGLE_TURN_TASK,
@@ -34,6 +33,7 @@ from tst.unit.openenv._harbor import (
     sandbox_folders,
     sleeper_pids,
 )
+from tst.support.waiting import alive, until
 
 SCRIPT = Path(sys.executable).parent / "agent-env"
 STARTUP_S = 60.0

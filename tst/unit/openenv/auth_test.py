@@ -8,12 +8,11 @@ import httpx
 import pytest
 from starlette.routing import Route
 
-from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer, resolve_token
-from agent_env.openenv.app import _app
+from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer, build_served_app, resolve_token
 from agent_env.openenv.serve import exposure_warning
 from agent_env.testing import FakeTask, fake_served
-from tst.unit.openenv._tools import add_crate
-from tst.unit.openenv.conftest import Connect, Serve
+from tst.support.serving import Connect, Serve
+from tst.support.tools import add_crate
 
 TOKEN = "s3cret-token_42"
 
@@ -24,7 +23,7 @@ def served_tasks() -> dict[str, list[FakeTask]]:
 
 def guarded(serve: Serve, token: str = TOKEN) -> tuple[BackgroundServer, list[FakeTask]]:
     tasks = served_tasks()
-    return serve(_app(fake_served(tasks), token=token)), tasks["train"]
+    return serve(build_served_app(fake_served(tasks), token=token)), tasks["train"]
 
 
 def status(server: BackgroundServer, token: str | None = TOKEN) -> dict[str, Any]:
@@ -100,7 +99,7 @@ def test_agentenv_token_in_the_environment_is_the_servers_token_when_none_is_pas
     serve: Serve, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(TOKEN_VARIABLE, TOKEN)
-    server = serve(_app(fake_served(served_tasks())))
+    server = serve(build_served_app(fake_served(served_tasks())))
 
     assert httpx.get(f"{server.url}/health", timeout=10).status_code == 401
     assert status(server, TOKEN)["connections"] == 0
@@ -108,7 +107,7 @@ def test_agentenv_token_in_the_environment_is_the_servers_token_when_none_is_pas
 
 def test_an_empty_token_requires_none(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(TOKEN_VARIABLE, "")
-    server = serve(_app(fake_served(served_tasks())))
+    server = serve(build_served_app(fake_served(served_tasks())))
 
     assert status(server, token=None)["connections"] == 0
 
@@ -118,7 +117,7 @@ def test_a_token_that_cannot_travel_in_a_header_is_refused_when_the_app_is_built
     with pytest.raises(ValueError, match="printable ASCII"):
         resolve_token(token)
     with pytest.raises(ValueError, match="--token"):
-        _app(fake_served(served_tasks()), token=token)
+        build_served_app(fake_served(served_tasks()), token=token)
 
 
 def test_off_loopback_the_server_warns_and_says_to_require_a_token_unless_it_has_one() -> None:

@@ -15,15 +15,15 @@ from agent_env.openenv import (
     AgentEnvAction,
     BackgroundServer,
     build_app,
+    build_served_app,
     resolve_max_concurrent_envs,
 )
-from agent_env.openenv.app import _app
 from agent_env.testing import FakeTask, calls, fake_served
-from tst.unit._waiting import WAIT_S, until
-from tst.unit.openenv._harbor import HARBOR
+from tst.support.harbor import HARBOR
+from tst.support.serving import Connect, Serve
+from tst.support.tools import add_crate
+from tst.support.waiting import WAIT_S, until
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
-from tst.unit.openenv._tools import add_crate
-from tst.unit.openenv.conftest import Connect, Serve
 
 CLIENT_TIMEOUT_S = 10.0
 
@@ -71,7 +71,9 @@ def test_at_capacity_with_a_session_held_without_a_client_the_refusal_says_how_m
     serve: Serve, connect: Connect
 ) -> None:
     task = FakeTask("crates", tools=[add_crate])
-    server = serve(with_a_session_leak(_app(fake_served({"train": [task]}), max_concurrent_envs=2)))
+    server = serve(
+        with_a_session_leak(build_served_app(fake_served({"train": [task]}), max_concurrent_envs=2))
+    )
     leak_a_session(server)
     connect(server.url, message_timeout_s=CLIENT_TIMEOUT_S).reset(split="train", index=0)
 

@@ -9,9 +9,9 @@ from typing import Any
 from agent_env.openenv import AgentEnvAction, build_app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask
-from tst.unit.openenv._harbor import BASH_TASK, HARBOR, SINGLE_TURN_TASK, play_reference, sandbox_folders
-from tst.unit.openenv._tools import add_crate
-from tst.unit.openenv.conftest import Connect, Serve
+from tst.support.harbor import BASH_TASK, HARBOR, SINGLE_TURN_TASK, play_reference, sandbox_folders
+from tst.support.serving import Connect, Serve
+from tst.support.tools import add_crate
 
 WAIT_S = 10.0
 

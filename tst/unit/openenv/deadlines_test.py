@@ -13,8 +13,8 @@ from typing import Any
 from agent_env.episode import EpisodeState
 from agent_env.openenv import AgentEnvAction
 from agent_env.testing import FakeTask, Gate, calls
-from tst.unit.openenv._tools import add_crate, list_crates
-from tst.unit.openenv.conftest import Connect, Serve
+from tst.support.serving import Connect, Serve
+from tst.support.tools import add_crate, list_crates
 
 CLIENT_TIMEOUT_S = 10.0
 

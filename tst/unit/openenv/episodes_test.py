@@ -15,8 +15,7 @@ import pytest
 from agent_env.openenv import AgentEnvAction, build_app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, calls
-from tst.unit._waiting import until
-from tst.unit.openenv._harbor import (
+from tst.support.harbor import (
     ACCESS_TASK,
     BASH_TASK,
     HARBOR,
@@ -25,8 +24,9 @@ from tst.unit.openenv._harbor import (
     play_reference,
     sandbox_folders,
 )
-from tst.unit.openenv._tools import add_crate, jam_crane
-from tst.unit.openenv.conftest import Connect, Serve
+from tst.support.serving import Connect, Serve
+from tst.support.tools import add_crate, jam_crane
+from tst.support.waiting import until
 
 CLIENT_TIMEOUT_S = 10.0
 WAIT_S = 10.0

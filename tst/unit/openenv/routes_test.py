@@ -30,9 +30,9 @@ from agent_env.openenv import (
 from agent_env.openenv.context import ServerContext
 from agent_env.openenv.sessions import SessionServer
 from agent_env.testing import FakeTask, fake_served
-from tst.unit.openenv._harbor import HARBOR
-from tst.unit.openenv._tools import add_crate
-from tst.unit.openenv.conftest import Connect, Serve
+from tst.support.harbor import HARBOR
+from tst.support.serving import Connect, Serve
+from tst.support.tools import add_crate
 
 CREATE_SESSION = {"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}

@@ -13,14 +13,13 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as connect_websocket
 
-from agent_env.openenv import BackgroundServer
-from agent_env.openenv.app import _app
+from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.openenv.sessions import ATTACH_REFUSED
 from agent_env.testing import FakeTask, calls, fake_served
-from tst.unit._waiting import until
+from tst.support.serving import Connect, Serve
+from tst.support.tools import add_crate
+from tst.support.waiting import until
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
-from tst.unit.openenv._tools import add_crate
-from tst.unit.openenv.conftest import Connect, Serve
 
 ANSWER_S = 10.0
 RESET = {"type": "reset", "data": {"split": "train", "index": 0}}
@@ -96,7 +95,9 @@ def test_status_counts_the_sessions_clients_hold_on_ws_and_none_without_a_client
 def test_a_session_made_with_no_client_connected_is_counted_as_held_without_a_client(
     serve: Serve, connect: Connect
 ) -> None:
-    server = serve(with_a_session_leak(_app(fake_served({"train": [store_task()]}), max_concurrent_envs=3)))
+    server = serve(
+        with_a_session_leak(build_served_app(fake_served({"train": [store_task()]}), max_concurrent_envs=3))
+    )
     leak_a_session(server)
     client = connect(server.url, message_timeout_s=ANSWER_S)
     client.reset(split="train", index=0)
@@ -112,7 +113,7 @@ def test_a_session_made_with_no_client_connected_is_counted_as_held_without_a_cl
 
 def test_a_websocket_naming_another_clients_session_is_refused_and_the_owner_plays_on(serve: Serve) -> None:
     task = store_task()
-    app = _app(fake_served({"train": [task]}), max_concurrent_envs=2)
+    app = build_served_app(fake_served({"train": [task]}), max_concurrent_envs=2)
     server = serve(app)
     with websocket(server) as owner:
         exchange(owner, RESET)

@@ -15,9 +15,9 @@ import agent_env
 from agent_env import AccessChange
 from agent_env.openenv import BackgroundServer, build_app
 from agent_env.testing import FakeTask
-from tst.unit.openenv._harbor import HARBOR
-from tst.unit.openenv._tools import add_crate, list_crates
-from tst.unit.openenv.conftest import Serve
+from tst.support.harbor import HARBOR
+from tst.support.serving import Serve
+from tst.support.tools import add_crate, list_crates
 
 TRAIN = [json.loads(line) for line in (HARBOR / "tasks" / "train.jsonl").read_text().splitlines()]
 EVAL = [json.loads(line) for line in (HARBOR / "tasks" / "eval.jsonl").read_text().splitlines()]

@@ -24,10 +24,10 @@ from agent_env.episode import EpisodeState
 from agent_env.openenv import AgentEnvAction, build_app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, Gate
-from tst.unit._waiting import alive, until
-from tst.unit.openenv._harbor import BASH_TASK, HARBOR, SLEEPER, sandbox_folders, sleeper_pids
-from tst.unit.openenv._tools import add_crate
-from tst.unit.openenv.conftest import Connect, Serve
+from tst.support.harbor import BASH_TASK, HARBOR, SLEEPER, sandbox_folders, sleeper_pids
+from tst.support.serving import Connect, Serve
+from tst.support.tools import add_crate
+from tst.support.waiting import alive, until
 
 WAIT_S = 10.0
 STILL_HELD_S = 0.3

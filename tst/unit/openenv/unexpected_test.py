@@ -7,14 +7,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_env.episode import Episode, EpisodeState
-from agent_env.openenv import AgentEnvAction
-from agent_env.openenv.app import _app
+from agent_env.openenv import AgentEnvAction, build_served_app
 from agent_env.openenv.context import ServerContext
 from agent_env.openenv.session import Session
 from agent_env.served import ServedTask
 from agent_env.testing import FakeTask, fake_served
-from tst.unit.openenv._tools import add_crate
-from tst.unit.openenv.conftest import Connect, Serve
+from tst.support.serving import Connect, Serve
+from tst.support.tools import add_crate
 
 
 class BrokenEpisode(Episode):
@@ -35,7 +34,7 @@ def test_an_episode_that_raises_something_unexpected_ends_with_an_internal_error
         return broken[-1]
 
     served = {"train": (ServedTask(task.spec, new_episode),)}
-    client = connect(serve(_app(served)).url, message_timeout_s=10)
+    client = connect(serve(build_served_app(served)).url, message_timeout_s=10)
     client.reset(split="train", index=0)
 
     answer = client.step(AgentEnvAction.call_tool("lift").wire())

@@ -13,8 +13,8 @@ import pytest
 from agent_env import CommandResult
 from agent_env.errors import SandboxUnavailableError
 from agent_env.sandbox import LocalSandbox, LocalSandboxProvider, bubblewrap
-from tst.unit._waiting import eventually, running
-from tst.unit.sandbox.local_test import in_sandbox, run
+from tst.support.waiting import eventually, running
+from tst.unit.sandbox._local import in_sandbox, run
 
 confined = pytest.mark.needs("bubblewrap")
 

@@ -16,17 +16,15 @@ from typing import Any
 
 import pytest
 
-from agent_env.openenv import BackgroundServer
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask
 from agent_env.training.trl import AgentEnv
-from tst.unit._waiting import until
-from tst.unit.openenv._harbor import BASH_TASK, HARBOR, sandbox_folders
+from tst.support.harbor import BASH_TASK, HARBOR, sandbox_folders
+from tst.support.serving import Serve
+from tst.support.waiting import until
 from tst.unit.training._spawned import play_one_rollout
-from tst.unit.training.conftest import Open
-from tst.unit.training.trl_test import dock_task
+from tst.unit.training._trl import Open, dock_task
 
-Serve = typing.Callable[..., BackgroundServer]
 ROOT = Path(__file__).resolve().parents[3]
 TEARDOWN_S = 30.0
 CHILD_S = 120.0

@@ -18,7 +18,7 @@ from agent_env.tools import Tool
 from agent_env.training.trl import ToolsetSettings, UnsupportedToolError
 from agent_env.training.trl.classes import environment_class
 from agent_env.training.trl.signatures import tool_signature
-from tst.unit.openenv._harbor import HARBOR
+from tst.support.harbor import HARBOR
 
 _CONSTRAINTS = {"minimum", "maximum", "minItems", "maxItems", "minLength", "maxLength", "pattern"}
 

@@ -20,8 +20,7 @@ from typing import Any, Literal
 import pytest
 
 from agent_env import Tool
-from agent_env.openenv import BackgroundServer
-from agent_env.openenv.app import _app
+from agent_env.openenv import build_served_app
 from agent_env.testing import FakeTask, Gate, calls, fake_served
 from agent_env.training.trl import (
     TASK_OVER,
@@ -32,28 +31,12 @@ from agent_env.training.trl import (
     UnknownSplitError,
     UnsupportedToolError,
 )
-from agent_env.verifiers import VerifierContext
-from tst.unit._waiting import until
+from tst.support.frames import RecordFrames
+from tst.support.serving import Serve
+from tst.support.tools import list_crates
+from tst.support.waiting import until
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
-from tst.unit.openenv._tools import add_crate, jam_crane, list_crates
-from tst.unit.training.conftest import Open, RecordFrames, trl_tools
-
-Serve = typing.Callable[..., BackgroundServer]
-
-
-def stored_a_crate(context: VerifierContext) -> float:
-    return 1.0 if any(name == "add_crate" for name, _ in calls(context)) else 0.0
-
-
-def dock_task(task_id: str = "store", **options: Any) -> FakeTask:
-    fields: dict[str, Any] = {
-        "tools": [add_crate, list_crates, jam_crane],
-        "envs": ("dock",),
-        "score": stored_a_crate,
-        "system_prompt": "You work on the dock.",
-        "turns": ("Store crate C1 in bay 2.",),
-    }
-    return FakeTask(task_id, **{**fields, **options})
+from tst.unit.training._trl import Open, dock_task, trl_tools
 
 
 def add_item(item: str, quantity: int) -> str:
@@ -263,7 +246,7 @@ def test_a_reset_and_an_end_turn_carry_the_resets_deadline_so_end_turn_waits_for
 ) -> None:
     verify = Gate()
     task = dock_task(verify_gate=verify)
-    recorder = RecordFrames(_app(fake_served({"train": [task]})))
+    recorder = RecordFrames(build_served_app(fake_served({"train": [task]})))
     env = open_env(serve(recorder).url, reset_timeout=20, tool_timeout=0.3)
     environment = env.factory()
     environment.reset(**row_of(env, 0))
@@ -357,7 +340,9 @@ def test_a_server_at_its_session_limit_fails_the_reset_naming_how_to_raise_it(
 def test_a_server_full_of_sessions_no_client_holds_fails_the_reset_saying_a_restart_frees_them(
     serve: Serve, open_env: Open
 ) -> None:
-    server = serve(with_a_session_leak(_app(fake_served({"train": [dock_task()]}), max_concurrent_envs=2)))
+    server = serve(
+        with_a_session_leak(build_served_app(fake_served({"train": [dock_task()]}), max_concurrent_envs=2))
+    )
     env = open_env(server.url)
     first, second = env.factory(), env.factory()
     leak_a_session(server)
@@ -475,3 +460,19 @@ def test_tool_timeouts_naming_a_tool_no_toolset_has_is_refused_when_the_factory_
         ValueError, match=r"tool_timeouts names tools no toolset .* has: add_crates \(tools: add_crate,"
     ):
         env.factory  # noqa: B018
+
+
+def test_serving_an_app_plays_its_tasks_in_process_and_close_ends_its_episodes_and_stops_it() -> None:
+    task = dock_task()
+    env = AgentEnv.serving(build_served_app(fake_served({"train": [task]})))
+    try:
+        environment = env.factory()
+        environment.reset(**row_of(env, 0))
+        assert environment.add_crate(crate="C1", bay=2) == "stored dry crate C1 in bay 2"
+        assert len(task.live) == 1
+    finally:
+        env.close()
+
+    assert until(lambda: task.live == [])
+    with pytest.raises(ServerUnavailableError):
+        AgentEnv(env.url, connect_timeout=2)

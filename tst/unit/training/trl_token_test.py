@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import pickle
-import typing
 
 import httpx
 import pytest
 
 from agent_env import load_bundle
-from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer
-from agent_env.openenv.app import _app
+from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer, build_served_app
 from agent_env.testing import FakeTask, calls, fake_served
 from agent_env.training.trl import TASK_OVER, AgentEnv, ServerUnavailableError
 from agent_env.training.trl.session import Session
 from agent_env.verifiers import VerifierContext
-from tst.unit.openenv._harbor import HARBOR
-from tst.unit.openenv._tools import add_crate
-from tst.unit.training.conftest import Open, trl_tools
+from tst.support.harbor import HARBOR
+from tst.support.serving import Serve
+from tst.support.tools import add_crate
+from tst.unit.training._trl import Open, trl_tools
 
-Serve = typing.Callable[..., BackgroundServer]
 TOKEN = "train-me-0123"
 
 
@@ -29,7 +27,7 @@ def stored(context: VerifierContext) -> float:
 
 def guarded(serve: Serve) -> tuple[BackgroundServer, FakeTask]:
     task = FakeTask("store", tools=[add_crate], envs=("dock",), score=stored)
-    return serve(_app(fake_served({"train": [task]}), token=TOKEN)), task
+    return serve(build_served_app(fake_served({"train": [task]}), token=TOKEN)), task
 
 
 def connections(server: BackgroundServer) -> int:

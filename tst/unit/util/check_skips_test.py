@@ -22,7 +22,8 @@ def run_tier(tmp_path: Path, source: str) -> Path:
     subprocess.run(
         ["bash", str(RUN_TIER), "tier", str(tier), "-q", "-p", "no:cacheprovider", f"--rootdir={tmp_path}"],
         cwd=tmp_path,
-        env={**os.environ, "AGENT_ENV_REPORTS": str(reports)},
+        # make exports PYTHON relative to the checkout (.venv/bin/python): not one from tmp_path
+        env={**os.environ, "PYTHON": sys.executable, "AGENT_ENV_REPORTS": str(reports)},
         capture_output=True,
         check=False,
         timeout=120,

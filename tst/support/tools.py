@@ -1,4 +1,4 @@
-"""Tools of the fake tasks the server's tests serve: typed and documented, as a bundle's are."""
+"""Tools of the fake tasks the tests serve: typed and documented, as a bundle's are."""
 
 from __future__ import annotations
 

@@ -1,17 +1,23 @@
-"""The example bundle as the server's tests play it: where it is, its tasks, its reference plays."""
+"""The example bundle as the tests play it: where it is, its tasks, its reference plays.
+
+It imports OpenEnv only to play over a client (`play_reference`), so the core's tests use it too.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 from typing import Any
 
-from agent_env.bundle import load_bundle
-from agent_env.openenv import AgentEnvAction
+from agent_env.bundle import Bundle, load_bundle
+from agent_env.env import EnvSpec
 from agent_env.replay import Script, load_solutions
-from tst.unit._waiting import running
+from agent_env.task import Task
+from agent_env.toolset import Toolset
+from tst.support.waiting import running
 
-HARBOR = Path(__file__).resolve().parents[3] / "examples" / "harbor"
+HARBOR = Path(__file__).resolve().parents[2] / "examples" / "harbor"
 SINGLE_TURN_TASK = 0  # store-crate-000: a deckhand stores C17 in bay 5
 TWO_TURN_TASK = 2  # store-then-move-000: store C16 in bay 2, then move it to bay 6
 ACCESS_TASK = 4  # ship-crate-000: a deckhand task that enables remove_crate for its role
@@ -25,6 +31,23 @@ command line."""
 
 
 @functools.cache
+def _bundle() -> Bundle:
+    return load_bundle(HARBOR)
+
+
+def example(task_id: str) -> Task:
+    """The example bundle's task `task_id`, of whichever split it is in."""
+    return next(task for tasks in _bundle().splits.values() for task in tasks if task.id == task_id)
+
+
+def with_envs(task: Task, *extra: EnvSpec) -> Task:
+    """`task` with more envs beside its own."""
+    toolset = task.toolset
+    envs = Toolset((*toolset.envs, *extra), toolset.role, toolset.access, toolset.bash)
+    return dataclasses.replace(task, toolset=envs)
+
+
+@functools.cache
 def reference_play(task_id: str) -> Script:
     """The task's reference play, from the bundle's solutions/train.jsonl."""
     return load_solutions(load_bundle(HARBOR), "train")[task_id]
@@ -32,6 +55,8 @@ def reference_play(task_id: str) -> Script:
 
 def play_reference(client: Any, task_id: str) -> list[Any]:
     """Play the task's reference play on `client`'s open episode; every answer, in order."""
+    from agent_env.openenv import AgentEnvAction
+
     answers = []
     for turn in reference_play(task_id).turns:
         for call in turn.calls:

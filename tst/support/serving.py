@@ -1,4 +1,4 @@
-"""Types of the fixtures the server's tests use: `serve` and `connect` are in tst/conftest.py."""
+"""Types of the `serve` and `connect` fixtures (in tst/conftest.py, for every tier), for annotations."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from openenv.core.sync_client import SyncEnvClient
 from agent_env.openenv import BackgroundServer
 
 Serve = Callable[..., BackgroundServer]
-"""The type of the `serve` fixture: an app, or fake tasks by split (and `_app`'s keywords), to a server."""
+"""The type of the `serve` fixture: an app, or fake tasks by split (and `build_served_app`'s keywords),
+to a server."""
 Connect = Callable[..., SyncEnvClient]
 """The type of the `connect` fixture: a URL and client options to a client."""
