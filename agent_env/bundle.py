@@ -362,7 +362,7 @@ class _Loader:
             aggregate=entry.aggregate,
             seed=entry.seed,
             files=files,
-            sandbox=config.sandbox,
+            sandbox_settings=config.sandbox,
         )
 
     def _check_access(

@@ -84,14 +84,15 @@ class TurnEnd:
 class Episode:
     """One play of `task`, with its env instances and, when it needs one, its sandbox.
 
-    `listeners` (and `observe`) get each event as it is emitted; `events` keeps them all, in order.
+    `provider` (a name or a `SandboxProvider`) overrides the task's sandbox provider; `listeners`
+    (and `observe`) get each event as it is emitted; `events` keeps them all, in order.
     """
 
     def __init__(
         self,
         task: Task,
         *,
-        sandbox: SandboxProvider | str | None = None,
+        provider: SandboxProvider | str | None = None,
         listeners: Iterable[Listener] = (),
     ) -> None:
         self.task = task
@@ -105,7 +106,7 @@ class Episode:
         """When the deploy began, in seconds since the epoch."""
         self._listeners = list(listeners)
         self._provider = sandbox_provider(
-            sandbox if sandbox is not None else task.sandbox.provider, task.sandbox
+            provider if provider is not None else task.sandbox_settings.provider, task.sandbox_settings
         )
         self._tools: dict[str, tuple[str, Tool]] = {t.name: (e.name, t) for e, t in task.toolset.env_tools}
         self._envs: dict[str, Env] = {}
@@ -321,7 +322,7 @@ class Episode:
             )
             raise EpisodeError(ErrorCode.INVALID_ARGUMENTS, f"bash: {problem}")
         assert self._sandbox is not None
-        settings = self.task.sandbox
+        settings = self.task.sandbox_settings
         result = await self._sandbox.run(
             command, timeout_s=settings.command_timeout_s, max_output_bytes=settings.max_output_bytes
         )

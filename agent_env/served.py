@@ -36,6 +36,6 @@ def serve_bundle(bundle: Bundle | str | Path, *, sandbox: str | SandboxProvider 
     settings = loaded.config.sandbox
     provider = sandbox_provider(sandbox if sandbox is not None else settings.provider, settings)
     return {
-        split: tuple(ServedTask(task.spec, partial(Episode, task, sandbox=provider)) for task in tasks)
+        split: tuple(ServedTask(task.spec, partial(Episode, task, provider=provider)) for task in tasks)
         for split, tasks in loaded.splits.items()
     }

@@ -86,7 +86,8 @@ class Task:
     aggregate: Literal["mean", "all_pass"] = "mean"
     seed: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     files: Mapping[str, bytes] = field(default_factory=dict, repr=False)
-    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    sandbox_settings: SandboxConfig = field(default_factory=SandboxConfig)
+    """The bundle's `[sandbox]` settings (a sandbox itself is made per episode, by a provider)."""
 
     @property
     def needs_sandbox(self) -> bool:

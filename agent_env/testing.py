@@ -124,7 +124,7 @@ class FakeTask:
 
     def new_episode(self, task: Task | None = None) -> Episode:
         """A real episode of the task (by default at train/0), its sandbox the scripted one."""
-        episode = Episode(task or self.task_at("train", 0), sandbox=_ScriptedSandboxes(self))
+        episode = Episode(task or self.task_at("train", 0), provider=_ScriptedSandboxes(self))
         gone = threading.Event()
         episode.observe(lambda event: gone.set() if isinstance(event, TornDown) else None)
         with self._lock:

@@ -116,7 +116,7 @@ class VerifierContext:
             raise EpisodeError(
                 ErrorCode.VERIFIER_FAILED, f"task '{self.task.id}' has no sandbox to run bash in"
             )
-        limit = self.task.sandbox.max_output_bytes
+        limit = self.task.sandbox_settings.max_output_bytes
         return await self.sandbox.run(command, timeout_s=timeout_s, max_output_bytes=limit)
 
 

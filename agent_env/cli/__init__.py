@@ -168,7 +168,7 @@ def _replay(args: argparse.Namespace) -> int:
             solutions = load_solutions(bundle, split)
             for task in bundle.tasks(split):
                 script = solutions.get(task.id)
-                result = await play(Episode(task, sandbox=args.sandbox), script.turns if script else [])
+                result = await play(Episode(task, provider=args.sandbox), script.turns if script else [])
                 expected = script.expected_score if script else None
                 ok = expected is not None and result.score == expected
                 failures += not ok

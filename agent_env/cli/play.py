@@ -42,7 +42,7 @@ async def play_in_terminal(
     task: Task, read: Callable[[str], str], out: TextIO, *, sandbox: str | None = None
 ) -> float | None:
     """Play `task` with commands read line by line; returns the score, or None when abandoned."""
-    episode = Episode(task, sandbox=sandbox)
+    episode = Episode(task, provider=sandbox)
 
     def say(text: str) -> None:
         print(text, file=out, flush=True)

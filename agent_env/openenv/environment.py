@@ -1,7 +1,7 @@
 """`AgentEnvEnvironment`: the OpenEnv Environment of a served bundle.
 
 OpenEnv makes one per WebSocket session, and throwaway ones for the Task API routes; making one is
-cheap and does nothing. The session's work (episodes, deadlines) is `Session`'s; this class adapts it
+cheap and does nothing. The session's work (episodes, deadlines) is `EpisodeSession`'s; this class adapts it
 to OpenEnv: async reset and step on the server's loop, the Task API, and `close`, which OpenEnv
 calls from the session's own thread when the connection ends, and which waits for the teardown.
 """
@@ -21,7 +21,7 @@ from openenv.core.env_server.types import EnvironmentMetadata
 import agent_env
 from agent_env.errors import ErrorCode
 from agent_env.openenv.context import ServerContext, TaskLookupError
-from agent_env.openenv.session import Session
+from agent_env.openenv.session import EpisodeSession
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, AgentEnvState
 from agent_env.served import ServedTask
 
@@ -41,7 +41,7 @@ class AgentEnvEnvironment(Environment[AgentEnvAction, AgentEnvObservation, Agent
     def __init__(self, context: ServerContext) -> None:
         super().__init__()
         self._context = context
-        self._session = Session(context)
+        self._session = EpisodeSession(context)
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def reset_async(

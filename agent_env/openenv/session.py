@@ -64,7 +64,7 @@ class _RefusedError(AgentEnvError):
     """A request the session answers with an error and nothing else."""
 
 
-class Session:
+class EpisodeSession:
     """The episode-playing half of `AgentEnvEnvironment`; runs on the server's event loop."""
 
     def __init__(self, context: ServerContext) -> None:

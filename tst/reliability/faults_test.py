@@ -61,7 +61,7 @@ def test_an_env_whose_close_never_returns_is_given_up_on_and_the_sandbox_is_stil
 ) -> None:
     monkeypatch.setattr(episode_module, "RELEASE_TIMEOUT_S", BOUND_S)
     task = with_envs(example("manifest-total-000"), hanging_env("stuck", never))
-    episode = Episode(task, sandbox=LocalSandboxProvider(tmp_path))
+    episode = Episode(task, provider=LocalSandboxProvider(tmp_path))
 
     async def main() -> tuple[Path, float]:
         await episode.deploy()
@@ -83,7 +83,7 @@ def test_a_deploy_that_never_returns_is_cut_by_its_deadline_and_its_teardown_sti
 ) -> None:
     monkeypatch.setattr(episode_module, "RELEASE_TIMEOUT_S", BOUND_S)
     task = with_envs(example("manifest-total-000"), hanging_env("frozen", never, in_setup=True))
-    episode = Episode(task, sandbox=LocalSandboxProvider(tmp_path))
+    episode = Episode(task, provider=LocalSandboxProvider(tmp_path))
 
     async def main() -> float:
         with pytest.raises(TimeoutError):

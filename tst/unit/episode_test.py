@@ -217,7 +217,7 @@ def test_a_two_turn_task_answers_its_first_end_turn_with_the_second_prompt_and_s
 
 def test_a_bash_task_runs_bash_in_its_sandbox_and_its_bash_verifier_scores_the_result(tmp_path: Path):
     task = example("manifest-total-000")
-    episode = Episode(task, sandbox=LocalSandboxProvider(tmp_path))
+    episode = Episode(task, provider=LocalSandboxProvider(tmp_path))
 
     async def main() -> tuple[str, agent_env.TurnEnd]:
         await episode.deploy()
@@ -237,8 +237,10 @@ def test_a_bash_task_runs_bash_in_its_sandbox_and_its_bash_verifier_scores_the_r
 
 def test_a_bash_command_past_its_deadline_is_killed_with_its_process_group_and_reported(tmp_path: Path):
     task = example("manifest-total-000")
-    quick = dataclasses.replace(task, sandbox=task.sandbox.model_copy(update={"command_timeout_s": 0.5}))
-    episode = Episode(quick, sandbox=LocalSandboxProvider(tmp_path))
+    quick = dataclasses.replace(
+        task, sandbox_settings=task.sandbox_settings.model_copy(update={"command_timeout_s": 0.5})
+    )
+    episode = Episode(quick, provider=LocalSandboxProvider(tmp_path))
 
     async def main() -> tuple[str, bool]:
         await episode.deploy()
@@ -260,7 +262,7 @@ def test_a_bash_command_past_its_deadline_is_killed_with_its_process_group_and_r
 
 
 def test_teardown_removes_the_sandbox_folder_and_kills_a_command_still_running(tmp_path: Path):
-    episode = Episode(example("manifest-total-000"), sandbox=LocalSandboxProvider(tmp_path))
+    episode = Episode(example("manifest-total-000"), provider=LocalSandboxProvider(tmp_path))
 
     async def main() -> tuple[Path, bool]:
         await episode.deploy()
@@ -284,7 +286,7 @@ def test_teardown_removes_the_sandbox_folder_and_kills_a_command_still_running(t
 def test_teardown_runs_once_however_often_it_is_called_concurrently_too(tmp_path: Path):
     log: list[str] = []
     sandboxes = Sandboxes(tmp_path)
-    episode = Episode(with_envs(example("manifest-total-000"), logbook("logbook", log)), sandbox=sandboxes)
+    episode = Episode(with_envs(example("manifest-total-000"), logbook("logbook", log)), provider=sandboxes)
 
     async def main() -> None:
         await episode.deploy()
@@ -302,7 +304,7 @@ def test_teardown_never_raises_and_still_releases_everything_when_an_env_s_close
     log: list[str] = []
     broken = logbook("broken", log, close_error=RuntimeError("the lock is rusted"))
     task = with_envs(example("manifest-total-000"), broken, logbook("logbook", log))
-    episode = Episode(task, sandbox=LocalSandboxProvider(tmp_path))
+    episode = Episode(task, provider=LocalSandboxProvider(tmp_path))
 
     async def main() -> None:
         await episode.deploy()
@@ -350,7 +352,7 @@ def test_a_verifier_that_raises_fails_the_episode_with_verifier_failed():
 
 def test_teardown_while_a_deploy_makes_the_sandbox_still_removes_the_sandbox(tmp_path: Path):
     sandboxes = Sandboxes(tmp_path, held=True)
-    episode = Episode(example("manifest-total-000"), sandbox=sandboxes)
+    episode = Episode(example("manifest-total-000"), provider=sandboxes)
 
     async def main() -> EpisodeError:
         deploying = asyncio.create_task(episode.deploy())
@@ -427,8 +429,8 @@ def test_every_example_task_scores_1_for_its_reference_play_and_0_for_a_play_tha
     sandboxes = LocalSandboxProvider(tmp_path)
 
     async def main() -> tuple[agent_env.PlayResult, agent_env.PlayResult]:
-        solved = await play(Episode(task, sandbox=sandboxes), reference)
-        return solved, await play(Episode(task, sandbox=sandboxes), [])
+        solved = await play(Episode(task, provider=sandboxes), reference)
+        return solved, await play(Episode(task, provider=sandboxes), [])
 
     solved, idle = asyncio.run(main())
 

@@ -9,7 +9,7 @@ from typing import Any
 from agent_env.episode import Episode, EpisodeState
 from agent_env.openenv import AgentEnvAction, build_served_app
 from agent_env.openenv.context import ServerContext
-from agent_env.openenv.session import Session
+from agent_env.openenv.session import EpisodeSession
 from agent_env.served import ServedTask
 from agent_env.testing import FakeTask, fake_served
 from tst.support.serving import Connect, Serve
@@ -53,7 +53,7 @@ def test_a_reset_that_comes_while_the_server_shuts_down_starts_no_episode() -> N
 
     async def reset_during_shutdown() -> dict[str, Any]:
         await context.shut_down()
-        answer = await Session(context).reset({"split": "train", "index": 0})
+        answer = await EpisodeSession(context).reset({"split": "train", "index": 0})
         return answer.model_dump()
 
     answer = asyncio.run(reset_during_shutdown())

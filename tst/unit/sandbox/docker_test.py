@@ -80,7 +80,7 @@ def test_a_bundle_chooses_the_docker_sandbox_its_image_and_limits_in_bundle_toml
     toml = TOML + '\n[sandbox]\nprovider = "docker"\n' + limits
     bundle = load_bundle(make_bundle(tmp_path / "b", toml=toml))
 
-    settings = bundle.task("train", 0).sandbox
+    settings = bundle.task("train", 0).sandbox_settings
 
     assert settings == SandboxConfig(
         provider="docker", image="shipyard:2", cpus=0.5, memory_mb=256, pids_limit=64, user="0:0", work_mb=32
