@@ -40,22 +40,24 @@ class Deployed(EpisodeEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToolCalled(EpisodeEvent):
+class _ToolEvent(EpisodeEvent):
+    turn: int
+    tool: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCalled(_ToolEvent):
     """The played agent called a tool in an open turn (the call may yet fail)."""
 
     kind: ClassVar[str] = "tool_called"
-    turn: int
-    tool: str
     arguments: Mapping[str, Any]
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToolAnswered(EpisodeEvent):
+class ToolAnswered(_ToolEvent):
     """A tool call's answer: the tool's result, or the error the agent is shown instead."""
 
     kind: ClassVar[str] = "tool_answered"
-    turn: int
-    tool: str
     result: str | None = None
     error_code: str | None = None
     error: str | None = None
