@@ -2,7 +2,9 @@
 
 Sync tools, env hooks and verifiers run here, never on a loop thread. The pool is the framework's own
 rather than asyncio's default one, whose size (cores + 4) would cap a server of many sessions at a
-handful of concurrent sync calls.
+handful of concurrent sync calls; and it is not a `ThreadPoolExecutor`, whose `Future` takes a lock
+on both threads and is chained to a second future on the loop's side on every call: here a call is
+one queue put and one `call_soon_threadsafe`, which is most of a sync tool call's cost on the server.
 """
 
 from __future__ import annotations
@@ -11,29 +13,80 @@ import asyncio
 import contextlib
 import contextvars
 import functools
+import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import ParamSpec, TypeVar
+from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
 _MAX_WORKERS = 64
-_pool: ThreadPoolExecutor | None = None
 
 
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=_MAX_WORKERS, thread_name_prefix="agent-env-sync")
-    return _pool
+@dataclass(frozen=True)
+class _Job:
+    loop: asyncio.AbstractEventLoop
+    done: asyncio.Future[Any]
+    call: Callable[[], Any]
+
+    def run(self) -> None:
+        try:
+            result = self.call()
+        except BaseException as exc:
+            outcome = functools.partial(_settle, self.done, None, exc)
+        else:
+            outcome = functools.partial(_settle, self.done, result, None)
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
+            self.loop.call_soon_threadsafe(outcome)
+
+
+def _settle(done: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    if done.done():  # the caller gave up (a deadline, a cancel): the result goes nowhere
+        return
+    if error is not None:
+        done.set_exception(error)
+    else:
+        done.set_result(result)
+
+
+class Workers:
+    """Up to `limit` daemon threads that take blocking calls from one queue, started as needed."""
+
+    def __init__(self, limit: int = _MAX_WORKERS, *, name: str = "agent-env-sync") -> None:
+        self.limit = limit
+        self._name = name
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._idle = threading.Semaphore(0)
+        self._started = 0
+        self._lock = threading.Lock()
+
+    def submit(self, job: _Job) -> None:
+        self._jobs.put(job)
+        if self._idle.acquire(blocking=False):  # a worker is idle, and takes it
+            return
+        with self._lock:
+            if self._started < self.limit:
+                self._started += 1
+                name = f"{self._name}-{self._started}"
+                threading.Thread(target=self._work, name=name, daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            self._jobs.get().run()
+            self._idle.release()
+
+
+_pool = Workers()
 
 
 async def run_sync(fn: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-    """Run `fn` in the framework's thread pool and await its result."""
-    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-    return await asyncio.get_running_loop().run_in_executor(_executor(), call)
+    """Run `fn` on the framework's workers, in a copy of this context, and await its result."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[_T] = loop.create_future()
+    _pool.submit(_Job(loop, done, functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)))
+    return await done
 
 
 async def call_maybe_async(fn: Callable[..., object], /, *args: object, **kwargs: object) -> object:

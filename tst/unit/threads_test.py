@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -15,8 +15,7 @@ def test_work_on_a_thread_of_its_own_answers_with_its_result_or_its_error_while_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     release = threading.Event()
-    pool = ThreadPoolExecutor(max_workers=1)
-    monkeypatch.setattr(_threads, "_pool", pool)
+    monkeypatch.setattr(_threads, "_pool", _threads.Workers(1))
 
     def fail() -> None:
         raise ValueError("no luck")
@@ -36,6 +35,72 @@ def test_work_on_a_thread_of_its_own_answers_with_its_result_or_its_error_while_
         thread, loop_thread = asyncio.run(play())
     finally:
         release.set()
-        pool.shutdown()
 
     assert thread != loop_thread and not thread.startswith("agent-env-sync")
+
+
+def test_a_blocking_call_answers_on_the_loop_with_its_result_or_its_error_off_the_loop_thread() -> None:
+    def fail() -> None:
+        raise ValueError("no luck")
+
+    async def play() -> tuple[str, str]:
+        name = await _threads.run_sync(lambda: threading.current_thread().name)
+        with pytest.raises(ValueError, match="no luck"):
+            await _threads.run_sync(fail)
+        return name, threading.current_thread().name
+
+    worker, loop_thread = asyncio.run(play())
+
+    assert worker.startswith("agent-env-sync") and worker != loop_thread
+
+
+def test_a_call_whose_caller_gave_up_runs_on_and_its_worker_then_takes_the_next_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_threads, "_pool", _threads.Workers(1))
+    release = threading.Event()
+
+    async def play() -> str:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(_threads.run_sync(release.wait, 30), 0.05)
+        release.set()
+        return await asyncio.wait_for(_threads.run_sync(lambda: "next"), 10)
+
+    assert asyncio.run(play()) == "next"
+
+
+def test_workers_start_as_calls_need_them_up_to_their_limit_and_a_call_beyond_waits_its_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    workers = _threads.Workers(2, name="agent-env-test")
+    monkeypatch.setattr(_threads, "_pool", workers)
+    release = threading.Event()
+    running = threading.Semaphore(0)
+
+    def hold() -> str:
+        running.release()
+        release.wait(30)
+        return threading.current_thread().name
+
+    async def play() -> tuple[bool, list[str]]:
+        calls = [asyncio.ensure_future(_threads.run_sync(hold)) for _ in range(3)]
+        for _ in range(2):
+            assert await asyncio.to_thread(running.acquire, True, 10)
+        third_waited = not await asyncio.to_thread(running.acquire, True, 0.2)
+        release.set()
+        return third_waited, list(await asyncio.wait_for(asyncio.gather(*calls), 10))
+
+    third_waited, names = asyncio.run(play())
+
+    assert third_waited
+    assert sorted(set(names)) == ["agent-env-test-1", "agent-env-test-2"]
+
+
+def test_a_blocking_call_sees_the_context_of_its_caller() -> None:
+    seen: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="nothing")
+
+    async def play() -> str:
+        seen.set("the caller's")
+        return await _threads.run_sync(seen.get)
+
+    assert asyncio.run(play()) == "the caller's"

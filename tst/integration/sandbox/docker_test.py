@@ -292,12 +292,9 @@ def test_commands_cut_short_while_running_never_starve_the_teardowns_that_end_th
 ) -> None:
     """A trainer killed mid-command cancels each call; the commands run on until teardown removes
     their containers. More of them than the sync pool has threads must not hold the teardowns up."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from agent_env import _threads
 
-    pool = ThreadPoolExecutor(max_workers=2)
-    monkeypatch.setattr(_threads, "_pool", pool)
+    monkeypatch.setattr(_threads, "_pool", _threads.Workers(2))
 
     async def play() -> None:
         sandboxes = [await provider.create({}) for _ in range(3)]
@@ -309,7 +306,4 @@ def test_commands_cut_short_while_running_never_starve_the_teardowns_that_end_th
             command.cancel()
         await asyncio.wait_for(asyncio.gather(*(s.teardown() for s in sandboxes)), 30)
 
-    try:
-        asyncio.run(play())
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    asyncio.run(play())
