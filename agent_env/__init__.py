@@ -22,9 +22,10 @@ from agent_env.sandbox import (
     sandbox_provider,
 )
 from agent_env.served import Served, ServedTask, serve_bundle
-from agent_env.task import Agent, Task, TaskSpec
+from agent_env.specs import AccessChange, TaskSpec, ToolsetSpec
+from agent_env.task import Agent, Task
 from agent_env.tools import Tool, tool
-from agent_env.toolset import BASH_TOOL, AccessChange, Toolset, ToolsetSpec, toolset_name
+from agent_env.toolset import BASH_TOOL, Toolset, toolset_name
 from agent_env.verifiers import VerifierContext
 
 __version__ = "0.1.0"

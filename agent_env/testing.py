@@ -17,9 +17,9 @@ from typing import Any
 from agent_env.episode import TurnEnd
 from agent_env.errors import EpisodeError
 from agent_env.served import Served, ServedTask
-from agent_env.task import TaskSpec
+from agent_env.specs import DEFAULT_ROLE, AccessChange, TaskSpec, ToolsetSpec
 from agent_env.tools import Tool
-from agent_env.toolset import BASH_TOOL, DEFAULT_ROLE, AccessChange, ToolsetSpec, toolset_name
+from agent_env.toolset import BASH_TOOL, toolset_name
 
 
 class Gate:
