@@ -19,11 +19,12 @@ from agent_env.openenv.app import (  # noqa: E402
     env_name_for,
     resolve_max_concurrent_envs,
 )
-from agent_env.openenv.auth import TOKEN_VARIABLE, RequireToken, resolve_token  # noqa: E402
+from agent_env.openenv.auth import RequireToken  # noqa: E402
 from agent_env.openenv.background import BackgroundServer  # noqa: E402
 from agent_env.openenv.environment import AgentEnvEnvironment  # noqa: E402
 from agent_env.openenv.serve import serve  # noqa: E402
 from agent_env.openenv.sessions import SessionCounts  # noqa: E402
+from agent_env.openenv.tokens import TOKEN_VARIABLE, resolve_token  # noqa: E402
 from agent_env.openenv.wire import (  # noqa: E402
     DEADLINE_KEY,
     ERROR_CODES,
