@@ -23,7 +23,6 @@ from agent_env.openenv.auth import RequireToken  # noqa: E402
 from agent_env.openenv.background import BackgroundServer  # noqa: E402
 from agent_env.openenv.environment import AgentEnvEnvironment  # noqa: E402
 from agent_env.openenv.serve import serve  # noqa: E402
-from agent_env.openenv.sessions import SessionCounts  # noqa: E402
 from agent_env.openenv.tokens import TOKEN_VARIABLE, resolve_token  # noqa: E402
 from agent_env.openenv.wire import (  # noqa: E402
     DEADLINE_KEY,
@@ -32,6 +31,7 @@ from agent_env.openenv.wire import (  # noqa: E402
     AgentEnvObservation,
     AgentEnvState,
     CallError,
+    SessionCounts,
 )
 
 __all__ = [

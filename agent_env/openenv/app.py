@@ -28,9 +28,9 @@ from agent_env.openenv.auth import RequireToken
 from agent_env.openenv.context import ServerContext
 from agent_env.openenv.disconnects import WatchDisconnects
 from agent_env.openenv.environment import AgentEnvEnvironment
-from agent_env.openenv.sessions import SessionCounts, SessionServer, own_sessions_only
+from agent_env.openenv.sessions import SessionServer, own_sessions_only
 from agent_env.openenv.tokens import resolve_token
-from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, AgentEnvState
+from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, AgentEnvState, SessionCounts
 from agent_env.sandbox.base import SandboxProvider
 from agent_env.served import Served, serve_bundle
 

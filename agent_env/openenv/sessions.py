@@ -13,7 +13,6 @@ keeps a session to the connection that opened it.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -22,9 +21,11 @@ from openenv.core.env_server import HTTPEnvServer
 from openenv.core.env_server.exceptions import SessionCapacityError
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
-from pydantic import BaseModel, ConfigDict, Field
 
 from agent_env.openenv.calls import CURRENT_LINK, ClientLink
+from agent_env.openenv.wire import SessionCounts as SessionCounts  # re-exported: their first home
+from agent_env.openenv.wire import capacity_message as capacity_message
+from agent_env.openenv.wire import held_without_client as held_without_client
 
 WebSocketEndpoint = Callable[[WebSocket], Awaitable[None]]
 
@@ -36,21 +37,6 @@ ATTACH_REFUSED = (
 """The message of the error frame a `/ws?session_id=...` connection gets before it is closed."""
 
 _POLICY_VIOLATION = 1008
-_WITHOUT_CLIENT = re.compile(
-    r"sessions held \(\d+ by WebSocket clients on /ws, (?P<count>\d+) without a client\)"
-)
-
-
-class SessionCounts(BaseModel):
-    """The sessions that hold capacity now, by kind."""
-
-    model_config = ConfigDict(frozen=True)
-
-    held: int = Field(description="Sessions OpenEnv holds: what max_concurrent_envs is checked against.")
-    websocket: int = Field(description="Held by a client connected to /ws now.")
-    without_client: int = Field(
-        description="Held with no client connected: always 0, unless a session outlived its client."
-    )
 
 
 class SessionServer(HTTPEnvServer):
@@ -89,20 +75,6 @@ class SessionServer(HTTPEnvServer):
                 link.holds_session = False
             raise
         return made
-
-
-def capacity_message(counts: SessionCounts, max_sessions: int) -> str:
-    """What a client refused for capacity is told: how many sessions are held, and of what kind."""
-    return (
-        f"Server at capacity: {counts.held}/{max_sessions} sessions held ({counts.websocket} by WebSocket "
-        f"clients on /ws, {counts.without_client} without a client). Cannot accept new connections."
-    )
-
-
-def held_without_client(message: str) -> int:
-    """How many sessions a capacity refusal's message says are held without a client; 0 if it does not say."""
-    found = _WITHOUT_CLIENT.search(message)
-    return int(found["count"]) if found else 0
 
 
 def own_sessions_only(endpoint: WebSocketEndpoint) -> WebSocketEndpoint:

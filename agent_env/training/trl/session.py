@@ -20,9 +20,8 @@ from typing import Any, TypeVar
 
 from openenv import GenericEnvClient
 
-from agent_env.openenv.sessions import held_without_client
 from agent_env.openenv.tokens import TOKEN_VARIABLE, bearer
-from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
+from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, held_without_client
 from agent_env.training.trl.errors import ServerAtCapacityError, ServerUnavailableError
 
 GRACE_SECONDS = 5.0
