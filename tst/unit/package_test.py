@@ -19,6 +19,23 @@ def test_importing_agent_env_pulls_in_neither_openenv_nor_torch_nor_any_trainer(
     assert done.stdout.strip() == "[]"
 
 
+def test_importing_agent_env_loads_none_of_its_modules_and_a_name_loads_only_its_own_module():
+    code = (
+        "import sys, agent_env\n"
+        "mine = lambda: sorted(m for m in sys.modules if m.startswith('agent_env'))\n"
+        "print(mine())\n"
+        "agent_env.AccessChange\n"
+        "print(mine())\n"
+    )
+
+    imported, used = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.splitlines()
+
+    assert imported == "['agent_env', 'agent_env._lazy']"
+    assert used == "['agent_env', 'agent_env._lazy', 'agent_env.specs']"
+
+
 def test_the_core_never_imports_openenv_or_a_trainer_anywhere_in_its_code():
     core = [
         p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] not in ("openenv", "training")
