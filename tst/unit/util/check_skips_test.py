@@ -22,7 +22,7 @@ def run_tier(tmp_path: Path, source: str) -> Path:
     subprocess.run(
         ["bash", str(RUN_TIER), "tier", str(tier), "-q", "-p", "no:cacheprovider", f"--rootdir={tmp_path}"],
         cwd=tmp_path,
-        env={**os.environ, "AGENT_ENV_REPORTS": str(reports)},
+        env={**os.environ, "AGENT_ENV_REPORTS": str(reports), "PYTHON": sys.executable},
         capture_output=True,
         check=False,
         timeout=120,
