@@ -17,9 +17,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from agent_env._private.threading_exit import at_exit
 from agent_env.openenv.tokens import resolve_token
 from agent_env.specs import TaskSpec
-from agent_env.training.trl._exit import at_exit
 from agent_env.training.trl.classes import (
     ToolsetSettings,
     check_rendering,

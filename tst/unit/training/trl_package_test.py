@@ -27,14 +27,16 @@ else:
 SHARED_WITH_THE_SERVER = {
     "agent_env",
     "agent_env._lazy",
+    "agent_env._private",
+    "agent_env._private.threading_exit",
     "agent_env.specs",
     "agent_env.openenv",
     "agent_env.openenv._require",
     "agent_env.openenv.tokens",
     "agent_env.openenv.wire",
 }
-"""agent_env's modules the trainer's side may load besides its own: the wire contract and the package
-inits above it."""
+"""agent_env's modules the trainer's side may load besides its own: the wire contract, the package inits
+above it, and the fences of what it relies on."""
 
 
 def python(code: str) -> str:
