@@ -28,6 +28,7 @@ SHARED_WITH_THE_SERVER = {
     "agent_env",
     "agent_env._lazy",
     "agent_env._private",
+    "agent_env._private.openenv_client",
     "agent_env._private.threading_exit",
     "agent_env.specs",
     "agent_env.openenv",
