@@ -4,10 +4,10 @@ OpenEnv counts a session against `max_concurrent_envs` from the moment it is mad
 destroyed; its `/ws` handler destroys its session when the connection ends. Sessions made any other
 way (HTTP `/mcp`'s `openenv/session/create`, which this server does not serve) stayed until a close
 that might never come, and filled the server for good. `SessionServer` is OpenEnv's `HTTPEnvServer`
-with `_create_session` alone overridden: a WebSocket handler that asks for a session marks its
-connection's `ClientLink`, so `/status` and the capacity refusal can say how many sessions connected
-clients hold and how many are held without one (which should always be none). `own_sessions_only`
-keeps a session to the connection that opened it.
+hooked where it creates a session (`agent_env._private.openenv_server`): a WebSocket handler that
+asks for a session marks its connection's `ClientLink`, so `/status` and the capacity refusal can
+say how many sessions connected clients hold and how many are held without one (which should always
+be none). `own_sessions_only` keeps a session to the connection that opened it.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
-from openenv.core.env_server import HTTPEnvServer
 from openenv.core.env_server.exceptions import SessionCapacityError
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
 
+from agent_env._private.openenv_server import CreateSession, HookedEnvServer
 from agent_env.openenv.calls import CURRENT_LINK, ClientLink
 from agent_env.openenv.wire import SessionCounts as SessionCounts  # re-exported: their first home
 from agent_env.openenv.wire import capacity_message as capacity_message
@@ -39,7 +39,7 @@ ATTACH_REFUSED = (
 _POLICY_VIOLATION = 1008
 
 
-class SessionServer(HTTPEnvServer):
+class SessionServer(HookedEnvServer):
     """OpenEnv's server, knowing which of its sessions a connected WebSocket client holds.
 
     `links` is the server's set of open connections (`WatchDisconnects` keeps it).
@@ -55,14 +55,14 @@ class SessionServer(HTTPEnvServer):
         websocket = min(held, sum(1 for link in self._links if link.holds_session))
         return SessionCounts(held=held, websocket=websocket, without_client=held - websocket)
 
-    async def _create_session(self) -> tuple[str, Environment]:
+    async def create_session_with(self, create: CreateSession) -> tuple[str, Environment]:
         # The link is marked before OpenEnv takes the slot, so a session being made for a client
         # never shows as held without one; `counts` bounds the marked links by what is held.
         link = CURRENT_LINK.get()
         if link is not None:
             link.holds_session = True
         try:
-            made: tuple[str, Environment] = await super()._create_session()
+            made = await create()
         except SessionCapacityError as full:
             if link is not None:
                 link.holds_session = False
