@@ -33,8 +33,9 @@ from pydantic import ValidationError
 from agent_env.env import Env, EnvSpec
 from agent_env.errors import BundleError, EnvDefinitionError, Problem, validation_problems
 from agent_env.sandbox.registry import PROVIDERS
+from agent_env.specs import AccessChange
 from agent_env.task import Agent, AgentConfig, BundleConfig, FileSource, Task, TaskEntry
-from agent_env.toolset import AccessChange, Toolset
+from agent_env.toolset import Toolset
 from agent_env.verifiers import VERIFIER_TYPES, FunctionCheck, ItemsCheck, Verifier, VerifierFunction
 
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")

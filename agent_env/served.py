@@ -15,7 +15,7 @@ from agent_env.bundle import Bundle, load_bundle
 from agent_env.episode import Episode
 from agent_env.sandbox.base import SandboxProvider
 from agent_env.sandbox.registry import sandbox_provider
-from agent_env.task import TaskSpec
+from agent_env.specs import TaskSpec
 
 
 @dataclass(frozen=True)

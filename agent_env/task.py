@@ -14,7 +14,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_env.sandbox.config import SandboxConfig
-from agent_env.toolset import DEFAULT_ROLE, AccessChange, Toolset, ToolsetSpec
+from agent_env.specs import DEFAULT_ROLE, AccessChange
+from agent_env.specs import TaskSpec as TaskSpec  # re-exported: its first home
+from agent_env.toolset import Toolset
 from agent_env.verifiers import BashCheck, Verifier, VerifierSpec
 
 
@@ -117,16 +119,3 @@ class Task:
             turns=len(self.turns),
             toolset=self.toolset.spec,
         )
-
-
-class TaskSpec(BaseModel):
-    """A task as the Task API describes it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    split: str
-    index: int
-    prompt: list[dict[str, str]]
-    turns: int
-    toolset: ToolsetSpec

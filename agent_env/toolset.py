@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from agent_env.env import EnvSpec
+from agent_env.specs import DEFAULT_ROLE as DEFAULT_ROLE  # re-exported: the specs' first home
+from agent_env.specs import AccessChange as AccessChange
+from agent_env.specs import ToolsetSpec as ToolsetSpec
 from agent_env.tools import Tool
-
-DEFAULT_ROLE = "default"
 
 BASH_TOOL: dict[str, Any] = {
     "type": "function",
@@ -34,45 +33,6 @@ BASH_TOOL: dict[str, Any] = {
         },
     },
 }
-
-
-class AccessChange(BaseModel):
-    """One `modify_env_tool_access` entry: enable or disable tools (or `*`) for a role."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    action: Literal["enable", "disable"]
-    role: str = DEFAULT_ROLE
-    tools: tuple[str, ...] | Literal["*"] = Field(
-        description="Tool names, or '*' for every tool (of `env` when given)."
-    )
-    env: str | None = Field(default=None, description="Limit the change to this env's tools.")
-
-    def applies_to(self, env: str, tool: str) -> bool:
-        """Whether this change concerns `tool` of `env`."""
-        if self.env is not None and self.env != env:
-            return False
-        return self.tools == "*" or tool in self.tools
-
-    @property
-    def label(self) -> str:
-        """The change as it appears in a toolset's name, e.g. `-remove_crate` or `+dock.*`."""
-        sign = "+" if self.action == "enable" else "-"
-        names = ("*",) if self.tools == "*" else self.tools
-        prefix = f"{self.env}." if self.env else ""
-        return ",".join(f"{sign}{prefix}{name}" for name in names)
-
-
-class ToolsetSpec(BaseModel):
-    """A toolset as the Task API describes it: names only, no classes."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    envs: tuple[str, ...]
-    role: str
-    access: tuple[AccessChange, ...] = ()
-    bash: bool = False
 
 
 def toolset_name(envs: Sequence[str], role: str, access: Sequence[AccessChange], bash: bool) -> str:

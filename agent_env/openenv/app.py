@@ -7,13 +7,20 @@ mode (not `create_app`, which turns into a Gradio app when `ENABLE_WEB_INTERFACE
 holds the server and can count its sessions. It serves exactly `SERVED_ROUTES`; `NOT_SERVED_ROUTES`
 says why each other route OpenEnv has is not served. A session exists only while a client's
 WebSocket on `/ws` holds it: no route lets anyone create one that outlives its connection.
+
+At shutdown the app's lifespan interrupts every call still running and tears down every episode
+(`ServerContext.shut_down`). OpenEnv also puts startup and shutdown handlers on the app, for its
+idle-session reaper, which FastAPI runs only when an app has no lifespan of its own; this one never
+needs them, since its sessions have no idle timeout (they end with their connection).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
+from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
 
@@ -24,12 +31,13 @@ from starlette.routing import BaseRoute, WebSocketRoute
 
 import agent_env
 from agent_env.bundle import Bundle, load_bundle
-from agent_env.openenv.auth import RequireToken, resolve_token
+from agent_env.openenv.auth import RequireToken
 from agent_env.openenv.context import ServerContext
 from agent_env.openenv.disconnects import WatchDisconnects
 from agent_env.openenv.environment import AgentEnvEnvironment
-from agent_env.openenv.sessions import SessionCounts, SessionServer, own_sessions_only
-from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, AgentEnvState
+from agent_env.openenv.sessions import SessionServer, own_sessions_only
+from agent_env.openenv.tokens import resolve_token
+from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, AgentEnvState, SessionCounts
 from agent_env.sandbox.base import SandboxProvider
 from agent_env.served import Served, serve_bundle
 
@@ -135,12 +143,21 @@ def build_served_app(
         description,
         max_concurrent_envs=resolve_max_concurrent_envs(max_concurrent_envs),
     )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await context.shut_down()
+
     app = FastAPI(
         title=context.name,
         description=(f"{description}\n\n" if description else "")
         + f"Tasks served by agent_env: the Task API lists them (`/{context.name}/...`); episodes are "
         "played in sessions over the WebSocket `/ws`, one per connection.",
         version=agent_env.__version__,
+        lifespan=lifespan,
     )
     server = SessionServer(
         partial(AgentEnvEnvironment, context),
@@ -155,7 +172,6 @@ def build_served_app(
     _refuse_attaching(app)
     app.state.agent_env = context
     app.state.openenv_server = server
-    app.router.on_shutdown.append(context.shut_down)
     app.add_middleware(WatchDisconnects, links=context.links)
     if required_token is not None:
         app.add_middleware(RequireToken, token=required_token)  # the outermost: refused before all else

@@ -2,40 +2,23 @@
 
 The server runs whatever bash a bundle's sandbox allows for whoever reaches it; off loopback, a token
 is the least it needs. The check is ASGI middleware outside everything else, so a refused request
-reaches no route and a refused WebSocket opens no session.
+reaches no route and a refused WebSocket opens no session. Which token it is, and the header that
+carries it, are `tokens.py`'s, which the trainer's side imports too.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
-import os
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-TOKEN_VARIABLE = "AGENTENV_TOKEN"
-"""The token server and client use when none is passed."""
+from agent_env.openenv.tokens import TOKEN_VARIABLE as TOKEN_VARIABLE  # re-exported: their first home
+from agent_env.openenv.tokens import bearer as bearer
+from agent_env.openenv.tokens import resolve_token as resolve_token
 
 _POLICY_VIOLATION = 1008
 _DENIAL = "websocket.http.response"
-
-
-def resolve_token(token: str | None = None) -> str | None:
-    """The token to require or send: the argument, else `AGENTENV_TOKEN`; empty means none."""
-    chosen = token if token is not None else os.environ.get(TOKEN_VARIABLE)
-    if not chosen:
-        return None
-    if chosen != chosen.strip() or any(ord(c) < 0x21 or ord(c) > 0x7E for c in chosen):
-        raise ValueError(
-            f"a token must be printable ASCII without spaces (it travels in an HTTP header); check "
-            f"--token or {TOKEN_VARIABLE}"
-        )
-    return chosen
-
-
-def bearer(token: str | None) -> dict[str, str]:
-    """The header that carries `token`, for a client."""
-    return {"Authorization": f"Bearer {token}"} if token else {}
 
 
 class RequireToken:

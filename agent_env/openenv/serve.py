@@ -19,7 +19,7 @@ import uvicorn
 
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.openenv.app import build_app, resolve_max_concurrent_envs
-from agent_env.openenv.auth import TOKEN_VARIABLE
+from agent_env.openenv.tokens import TOKEN_VARIABLE
 from agent_env.sandbox.base import SandboxProvider
 
 GRACEFUL_SHUTDOWN_S = 30

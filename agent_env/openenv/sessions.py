@@ -4,27 +4,28 @@ OpenEnv counts a session against `max_concurrent_envs` from the moment it is mad
 destroyed; its `/ws` handler destroys its session when the connection ends. Sessions made any other
 way (HTTP `/mcp`'s `openenv/session/create`, which this server does not serve) stayed until a close
 that might never come, and filled the server for good. `SessionServer` is OpenEnv's `HTTPEnvServer`
-with `_create_session` alone overridden: a WebSocket handler that asks for a session marks its
-connection's `ClientLink`, so `/status` and the capacity refusal can say how many sessions connected
-clients hold and how many are held without one (which should always be none). `own_sessions_only`
-keeps a session to the connection that opened it.
+hooked where it creates a session (`agent_env._private.openenv_server`): a WebSocket handler that
+asks for a session marks its connection's `ClientLink`, so `/status` and the capacity refusal can
+say how many sessions connected clients hold and how many are held without one (which should always
+be none). `own_sessions_only` keeps a session to the connection that opened it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
-from openenv.core.env_server import HTTPEnvServer
 from openenv.core.env_server.exceptions import SessionCapacityError
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
-from pydantic import BaseModel, ConfigDict, Field
 
+from agent_env._private.openenv_server import CreateSession, HookedEnvServer
 from agent_env.openenv.calls import CURRENT_LINK, ClientLink
+from agent_env.openenv.wire import SessionCounts as SessionCounts  # re-exported: their first home
+from agent_env.openenv.wire import capacity_message as capacity_message
+from agent_env.openenv.wire import held_without_client as held_without_client
 
 WebSocketEndpoint = Callable[[WebSocket], Awaitable[None]]
 
@@ -36,24 +37,9 @@ ATTACH_REFUSED = (
 """The message of the error frame a `/ws?session_id=...` connection gets before it is closed."""
 
 _POLICY_VIOLATION = 1008
-_WITHOUT_CLIENT = re.compile(
-    r"sessions held \(\d+ by WebSocket clients on /ws, (?P<count>\d+) without a client\)"
-)
 
 
-class SessionCounts(BaseModel):
-    """The sessions that hold capacity now, by kind."""
-
-    model_config = ConfigDict(frozen=True)
-
-    held: int = Field(description="Sessions OpenEnv holds: what max_concurrent_envs is checked against.")
-    websocket: int = Field(description="Held by a client connected to /ws now.")
-    without_client: int = Field(
-        description="Held with no client connected: always 0, unless a session outlived its client."
-    )
-
-
-class SessionServer(HTTPEnvServer):
+class SessionServer(HookedEnvServer):
     """OpenEnv's server, knowing which of its sessions a connected WebSocket client holds.
 
     `links` is the server's set of open connections (`WatchDisconnects` keeps it).
@@ -69,14 +55,14 @@ class SessionServer(HTTPEnvServer):
         websocket = min(held, sum(1 for link in self._links if link.holds_session))
         return SessionCounts(held=held, websocket=websocket, without_client=held - websocket)
 
-    async def _create_session(self) -> tuple[str, Environment]:
+    async def create_session_with(self, create: CreateSession) -> tuple[str, Environment]:
         # The link is marked before OpenEnv takes the slot, so a session being made for a client
         # never shows as held without one; `counts` bounds the marked links by what is held.
         link = CURRENT_LINK.get()
         if link is not None:
             link.holds_session = True
         try:
-            made: tuple[str, Environment] = await super()._create_session()
+            made = await create()
         except SessionCapacityError as full:
             if link is not None:
                 link.holds_session = False
@@ -89,20 +75,6 @@ class SessionServer(HTTPEnvServer):
                 link.holds_session = False
             raise
         return made
-
-
-def capacity_message(counts: SessionCounts, max_sessions: int) -> str:
-    """What a client refused for capacity is told: how many sessions are held, and of what kind."""
-    return (
-        f"Server at capacity: {counts.held}/{max_sessions} sessions held ({counts.websocket} by WebSocket "
-        f"clients on /ws, {counts.without_client} without a client). Cannot accept new connections."
-    )
-
-
-def held_without_client(message: str) -> int:
-    """How many sessions a capacity refusal's message says are held without a client; 0 if it does not say."""
-    found = _WITHOUT_CLIENT.search(message)
-    return int(found["count"]) if found else 0
 
 
 def own_sessions_only(endpoint: WebSocketEndpoint) -> WebSocketEndpoint:

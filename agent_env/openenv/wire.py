@@ -6,10 +6,15 @@ any, travels in its metadata under `timeout_s`, since OpenEnv gives WebSocket st
 Every answer is an `AgentEnvObservation`. A request the server cannot carry out is answered with an
 observation whose `error` has a stable `code` (one of `ERROR_CODES`); the session stays usable.
 `done` is true when the call ended the episode: scored (with the score as `reward`) or failed.
+
+A session the server cannot hold (it is at `max_concurrent_envs`) is refused with OpenEnv's
+`CAPACITY_REACHED` error frame, whose message `capacity_message` writes and `held_without_client`
+reads back on the client. Nothing here imports the server: the trainer's side imports this module.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from openenv.core.env_server.types import Action, Observation, State
@@ -107,6 +112,37 @@ class AgentEnvState(State):
     index: int | None = None
     turn: int | None = None
     phase: Phase = "idle"
+
+
+class SessionCounts(BaseModel):
+    """The sessions that hold capacity now, by kind."""
+
+    model_config = ConfigDict(frozen=True)
+
+    held: int = Field(description="Sessions OpenEnv holds: what max_concurrent_envs is checked against.")
+    websocket: int = Field(description="Held by a client connected to /ws now.")
+    without_client: int = Field(
+        description="Held with no client connected: always 0, unless a session outlived its client."
+    )
+
+
+_WITHOUT_CLIENT = re.compile(
+    r"sessions held \(\d+ by WebSocket clients on /ws, (?P<count>\d+) without a client\)"
+)
+
+
+def capacity_message(counts: SessionCounts, max_sessions: int) -> str:
+    """What a client refused for capacity is told: how many sessions are held, and of what kind."""
+    return (
+        f"Server at capacity: {counts.held}/{max_sessions} sessions held ({counts.websocket} by WebSocket "
+        f"clients on /ws, {counts.without_client} without a client). Cannot accept new connections."
+    )
+
+
+def held_without_client(message: str) -> int:
+    """How many sessions a capacity refusal's message says are held without a client; 0 if it does not say."""
+    found = _WITHOUT_CLIENT.search(message)
+    return int(found["count"]) if found else 0
 
 
 def _deadline(timeout_s: float | None) -> dict[str, Any]:

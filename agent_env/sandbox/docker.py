@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from agent_env._private.docker_attach import output_chunks, raw_socket
 from agent_env._threads import run_in_own_thread, run_sync
 from agent_env.errors import SandboxUnavailableError
 from agent_env.sandbox.base import CappedOutput, CommandResult
@@ -216,17 +217,15 @@ def _unpack(container: Any, archive: bytes) -> None:
     The engine's archive upload cannot write into a tmpfs (it writes beneath the mount), and the
     root filesystem is read-only; so the files go in from inside, as the container's user.
     """
-    from docker.utils.socket import frames_iter
-
     api = container.client.api
     execution = api.exec_create(container.id, ["tar", "-x", "-C", WORK_FOLDER], stdin=True)
     attached = api.exec_start(execution["Id"], socket=True)
-    connection: socket.socket = getattr(attached, "_sock", attached)
+    connection = raw_socket(attached)
     output = CappedOutput(4096)
     try:
         connection.sendall(archive)
         connection.shutdown(socket.SHUT_WR)  # tar's end of input
-        for _, chunk in frames_iter(attached, tty=False):
+        for chunk in output_chunks(attached):
             output.add(chunk)
     finally:
         attached.close()

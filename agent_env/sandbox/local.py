@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from agent_env._private.asyncio_process import let_go_of_pipes
 from agent_env._threads import run_sync
 from agent_env.sandbox.base import CappedOutput, CommandResult
 from agent_env.sandbox.bubblewrap import bubblewrap_for, confined
@@ -81,9 +82,7 @@ class LocalSandbox:
         except TimeoutError:
             # Something that left the group (setsid) holds the pipe: keep what was read, let go of it.
             reader.cancel()
-            transport = getattr(process, "_transport", None)
-            if transport is not None:
-                transport.close()
+            let_go_of_pipes(process)
         return CommandResult(
             None if timed_out else process.returncode, output.text(), timed_out, output.dropped > 0
         )

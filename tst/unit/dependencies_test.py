@@ -1,7 +1,8 @@
 """Each extra declares what its code imports, and its code imports what it declares.
 
 The package's source is read statically (ast), by area: `openenv` is agent_env/openenv, `trl` is
-agent_env/training/trl, `docker` is agent_env/sandbox/docker*.py, and the core is everything else
+agent_env/training/trl, `docker` is agent_env/sandbox/docker*.py, the first and
+last with their fences (agent_env/_private/openenv_*.py, docker_*.py), and the core is everything else
 (agent_env/training/__init__.py included: importing agent_env.training must need no extra). Every import
 counts, at the top, under `if TYPE_CHECKING:` or lazily inside a function. Import names map to
 distributions through importlib.metadata.packages_distributions(); what an extra declares is read from
@@ -28,10 +29,19 @@ import agent_env
 from tools import notices
 
 PACKAGE = Path(agent_env.__file__).parent
+
+
+def fence_of(relative: PurePosixPath, dependency: str) -> bool:
+    """Whether `relative` is a fence of `dependency` (`_private/<dependency>_*.py`), of its extra's area."""
+    return relative.parent == PurePosixPath("_private") and relative.match(f"{dependency}_*.py")
+
+
 AREAS: dict[str, Callable[[PurePosixPath], bool]] = {
-    "openenv": lambda p: p.parts[:1] == ("openenv",),
+    "openenv": lambda p: p.parts[:1] == ("openenv",) or fence_of(p, "openenv"),
     "trl": lambda p: p.parts[:2] == ("training", "trl"),
-    "docker": lambda p: p.parent == PurePosixPath("sandbox") and p.match("docker*.py"),
+    "docker": lambda p: (
+        (p.parent == PurePosixPath("sandbox") and p.match("docker*.py")) or fence_of(p, "docker")
+    ),
 }
 # Imported without being declared, on purpose: TRL brings transformers, and classes.py uses it only when it
 # is installed (importlib.util.find_spec), lazily; trl_package_test.py proves the import never pulls it in.

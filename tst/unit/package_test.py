@@ -19,19 +19,44 @@ def test_importing_agent_env_pulls_in_neither_openenv_nor_torch_nor_any_trainer(
     assert done.stdout.strip() == "[]"
 
 
+def test_importing_agent_env_loads_none_of_its_modules_and_a_name_loads_only_its_own_module():
+    code = (
+        "import sys, agent_env\n"
+        "mine = lambda: sorted(m for m in sys.modules if m.startswith('agent_env'))\n"
+        "print(mine())\n"
+        "agent_env.AccessChange\n"
+        "print(mine())\n"
+    )
+
+    imported, used = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.splitlines()
+
+    assert imported == "['agent_env', 'agent_env._lazy']"
+    assert used == "['agent_env', 'agent_env._lazy', 'agent_env.specs']"
+
+
+def in_the_core(path: Path) -> bool:
+    """Whether `path` is the core's: not the server's or the trainer's, nor a fence of OpenEnv, which
+    only they import (`agent_env/_private/openenv_*.py`)."""
+    parts = path.relative_to(PACKAGE).parts
+    return parts[0] not in ("openenv", "training") and not (
+        parts[0] == "_private" and parts[-1].startswith("openenv_")
+    )
+
+
 def test_the_core_never_imports_openenv_or_a_trainer_anywhere_in_its_code():
-    core = [
-        p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] not in ("openenv", "training")
-    ]
+    core = [p for p in PACKAGE.rglob("*.py") if in_the_core(p)]
     imported = set()
     for path in core:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
-                imported |= {(path.name, a.name.split(".")[0]) for a in node.names}
+                imported |= {(path.name, a.name) for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                imported.add((path.name, node.module.split(".")[0]))
+                imported.add((path.name, node.module))
 
-    assert [pair for pair in imported if pair[1] in HEAVY] == []
+    assert [(name, m) for name, m in imported if m.split(".")[0] in HEAVY] == []
+    assert [(name, m) for name, m in imported if m.startswith("agent_env._private.openenv_")] == []
 
 
 def test_every_public_name_is_exported_from_the_package():

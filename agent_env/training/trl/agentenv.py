@@ -17,10 +17,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from agent_env._private.threading_exit import at_exit
 from agent_env.names import TRAINER_METHODS
-from agent_env.openenv.auth import resolve_token
-from agent_env.task import TaskSpec
-from agent_env.training.trl._exit import at_exit
+from agent_env.openenv.tokens import resolve_token
+from agent_env.specs import TaskSpec
 from agent_env.training.trl.classes import (
     ToolsetSettings,
     check_rendering,

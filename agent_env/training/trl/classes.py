@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from agent_env.training.trl._exit import at_exit
+from agent_env._private.threading_exit import at_exit
 from agent_env.training.trl.rollout import Deadlines, Rollouts
 from agent_env.training.trl.session import Session, close_sessions
 from agent_env.training.trl.signatures import (

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -20,9 +19,9 @@ from typing import Any, TypeVar
 
 from openenv import GenericEnvClient
 
-from agent_env.openenv.auth import TOKEN_VARIABLE, bearer
-from agent_env.openenv.sessions import held_without_client
-from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
+from agent_env._private.openenv_client import error_frame, refused_for_token
+from agent_env.openenv.tokens import TOKEN_VARIABLE, bearer
+from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, held_without_client
 from agent_env.training.trl.errors import ServerAtCapacityError, ServerUnavailableError
 
 GRACE_SECONDS = 5.0
@@ -33,7 +32,6 @@ CAPACITY_RETRY_S = 2.0
 
 _CAPACITY_POLL_S = 0.05
 _CLOSE_WAIT_S = 10.0
-_SERVER_ERROR = re.compile(r"^Server error: (?P<message>.*) \(code: (?P<code>[A-Z_]+)\)$", re.DOTALL)
 
 _T = TypeVar("_T")
 
@@ -101,7 +99,7 @@ class Session:
         except SessionLostError as lost:
             self.close()
             hint = ""
-            if "HTTP 401" in str(lost):
+            if refused_for_token(str(lost)):
                 hint = (
                     " (the server requires a bearer token: pass AgentEnv(url, token=...) or set "
                     f"{TOKEN_VARIABLE})"
@@ -167,8 +165,8 @@ class Session:
                 raise SessionLostError("the connection timed out") from None
             raise SessionLostError(f"the server sent no answer within {wait_s:g} s") from None
         except RuntimeError as exc:
-            if match := _SERVER_ERROR.match(str(exc)):
-                raise ServerRefusedError(match["code"], match["message"]) from None
+            if frame := error_frame(exc):
+                raise ServerRefusedError(frame.code, frame.message) from None
             self.lost = True
             raise SessionLostError(f"{type(exc).__name__}: {exc}") from None
         except Exception as exc:

@@ -7,8 +7,8 @@ from typing import Any
 import httpx
 from pydantic import TypeAdapter
 
-from agent_env.openenv.auth import TOKEN_VARIABLE, bearer
-from agent_env.task import TaskSpec
+from agent_env.openenv.tokens import TOKEN_VARIABLE, bearer
+from agent_env.specs import TaskSpec
 from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
 
 _TASKS: TypeAdapter[list[TaskSpec]] = TypeAdapter(list[TaskSpec])

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection
@@ -18,8 +17,8 @@ from agent_env.openenv.sessions import ATTACH_REFUSED
 from agent_env.testing import FakeTask, calls, fake_served
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
-from tst.support.waiting import until
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
+from tst.unit.openenv._sessions import held, status
 
 ANSWER_S = 10.0
 RESET = {"type": "reset", "data": {"split": "train", "index": 0}}
@@ -32,17 +31,6 @@ STORE = {
 def mcp_frame(method: str, **params: Any) -> dict[str, Any]:
     """OpenEnv's MCP bridge over /ws: a JSON-RPC request in an `mcp` frame."""
     return {"type": "mcp", "data": {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}}
-
-
-def status(server: BackgroundServer) -> dict[str, Any]:
-    body: dict[str, Any] = httpx.get(f"{server.url}/tasks/status", timeout=10).json()
-    return body
-
-
-def held(server: BackgroundServer, websocket: int, without_client: int = 0) -> bool:
-    """Whether `/status` soon counts exactly these sessions."""
-    expected = {"held": websocket + without_client, "websocket": websocket, "without_client": without_client}
-    return until(lambda: status(server)["sessions"] == expected)
 
 
 def websocket(server: BackgroundServer, query: str = "") -> ClientConnection:

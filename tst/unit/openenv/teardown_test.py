@@ -7,6 +7,7 @@ with nothing left running: no sandbox folder, no process.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -21,9 +22,10 @@ import httpx
 from websockets.sync.client import connect as connect_ws
 
 from agent_env.episode import EpisodeState
-from agent_env.openenv import AgentEnvAction, build_app
+from agent_env.openenv import AgentEnvAction, AgentEnvEnvironment, build_app, build_served_app
+from agent_env.openenv.session import EpisodeSession
 from agent_env.sandbox import LocalSandboxProvider
-from agent_env.testing import FakeTask, Gate
+from agent_env.testing import FakeTask, Gate, fake_served
 from tst.support.harbor import BASH_TASK, HARBOR, SLEEPER, sandbox_folders, sleeper_pids
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
@@ -123,6 +125,28 @@ def test_shutdown_waits_for_every_teardown_and_tears_down_every_live_episode(
     assert not stopping.is_alive() and not server.running
     assert held.episodes[0].state is EpisodeState.TORN_DOWN
     assert live.episodes[0].state is EpisodeState.TORN_DOWN
+
+
+def test_a_stopped_server_has_shut_its_episodes_down_and_starts_no_new_one(serve: Serve) -> None:
+    task = FakeTask("late", tools=[add_crate])
+    app = build_served_app(fake_served({"train": [task]}))
+    serve(app).stop()
+
+    answer = asyncio.run(EpisodeSession(app.state.agent_env).reset({"split": "train", "index": 0}))
+
+    assert answer.error is not None and answer.error.code == "SHUTTING_DOWN"
+    assert task.episodes == []
+
+
+def test_openenv_s_only_app_events_are_its_idle_session_reaper_which_this_server_never_needs() -> None:
+    app = build_served_app(fake_served({"train": [FakeTask("crates")]}))
+
+    startup, shutdown = app.router.on_startup, app.router.on_shutdown
+
+    assert [handler.__name__ for handler in startup] == ["_start_session_reaper"]
+    assert [handler.__name__ for handler in shutdown] == ["_stop_session_reaper"]
+    assert app.state.openenv_server.concurrency_config.session_timeout is None  # nothing to reap
+    assert not getattr(AgentEnvEnvironment, "REQUIRES_SINGLE_THREAD_EXECUTOR", False)  # nor to shut
 
 
 def test_a_client_that_disconnects_mid_call_has_its_episode_torn_down_with_nothing_left_running(

@@ -1,4 +1,5 @@
-"""The `trl` extra as a package: importing it without the extra names `[trl]`; it never imports TRL.
+"""The `trl` extra as a package: importing it without the extra names `[trl]`; it never imports TRL, nor
+agent_env's server or engine.
 
 Each import runs in a fresh interpreter that blocks a package (a None entry in `sys.modules` makes its
 import raise ImportError), as on a machine without it.
@@ -23,6 +24,24 @@ else:
 """
 
 
+SHARED_WITH_THE_SERVER = {
+    "agent_env",
+    "agent_env._lazy",
+    "agent_env._private",
+    "agent_env._private.openenv_client",
+    "agent_env._private.threading_exit",
+    "agent_env.errors",
+    "agent_env.names",
+    "agent_env.specs",
+    "agent_env.openenv",
+    "agent_env.openenv._require",
+    "agent_env.openenv.tokens",
+    "agent_env.openenv.wire",
+}
+"""agent_env's modules the trainer's side may load besides its own: the wire contract (its error codes
+and the name rules included), the package inits above it, and the fences of what it relies on."""
+
+
 def python(code: str) -> str:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -39,6 +58,16 @@ def test_importing_agent_env_training_trl_without_the_extra_fails_naming_trl(mis
 
 def test_importing_agent_env_training_trl_imports_neither_trl_nor_torch_nor_transformers() -> None:
     assert python("import sys\n" + IMPORT_THE_EXTRA) == "imported []"
+
+
+def test_importing_agent_env_training_trl_loads_no_module_of_agent_env_s_server_or_engine() -> None:
+    code = "import sys, agent_env.training.trl; print(*(m for m in sys.modules if m.startswith('agent_env')))"
+
+    loaded = set(python(code).split())
+
+    offenders = sorted(m for m in loaded - SHARED_WITH_THE_SERVER if not m.startswith("agent_env.training"))
+    assert {"agent_env.training.trl", "agent_env.openenv.wire"} <= loaded
+    assert offenders == [], f"importing agent_env.training.trl loaded {', '.join(offenders)}"
 
 
 def test_every_name_the_extra_exports_exists() -> None:

@@ -1,0 +1,46 @@
+"""Packages whose exports load on first use, so that importing one of their modules costs nothing more.
+
+The trainer's side imports `agent_env.specs` and `agent_env.openenv.wire`, which runs `agent_env` and
+`agent_env.openenv` first: eager package inits would load the engine and the server with them. A
+lazy package names, module by module, what it exports (as TRL's `_import_structure` does); a name
+is imported from its module when first read, then kept. Type checkers read the same names from the
+package's imports under `TYPE_CHECKING`; a test checks the two agree.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+class _LazyPackage(types.ModuleType):
+    _exports: dict[str, str]
+
+    def __getattr__(self, name: str) -> Any:
+        module = self._exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        setattr(self, name, value)
+        return value
+
+    def __dir__(self) -> list[str]:
+        return sorted({*super().__dir__(), *self._exports})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Importing a submodule binds it on its package. An export named as its own module (`serve`,
+        # of `serve.py`) keeps the name, as it did when the package imported it eagerly.
+        if isinstance(value, types.ModuleType) and self._exports.get(name) == f"{self.__name__}.{name}":
+            return
+        super().__setattr__(name, value)
+
+
+def lazy_exports(package: str, exports: Mapping[str, Sequence[str]]) -> None:
+    """Make `package` (its `__name__`) load each name of `exports` (module -> names) when first read."""
+    where = {name: module for module, names in exports.items() for name in names}
+    target = sys.modules[package]
+    target.__dict__["_exports"] = where
+    target.__class__ = _LazyPackage

@@ -1,0 +1,66 @@
+"""What the Task API says of a task and its toolset: the models a server sends and a trainer reads.
+
+They are values of their own, with pydantic alone beneath them, so a trainer reads them without
+importing the engine that makes them (`Task.spec`, `Toolset.spec`). `agent_env.task` and
+`agent_env.toolset` re-export them, where a bundle's author finds them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+DEFAULT_ROLE = "default"
+
+
+class AccessChange(BaseModel):
+    """One `modify_env_tool_access` entry: enable or disable tools (or `*`) for a role."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    action: Literal["enable", "disable"]
+    role: str = DEFAULT_ROLE
+    tools: tuple[str, ...] | Literal["*"] = Field(
+        description="Tool names, or '*' for every tool (of `env` when given)."
+    )
+    env: str | None = Field(default=None, description="Limit the change to this env's tools.")
+
+    def applies_to(self, env: str, tool: str) -> bool:
+        """Whether this change concerns `tool` of `env`."""
+        if self.env is not None and self.env != env:
+            return False
+        return self.tools == "*" or tool in self.tools
+
+    @property
+    def label(self) -> str:
+        """The change as it appears in a toolset's name, e.g. `-remove_crate` or `+dock.*`."""
+        sign = "+" if self.action == "enable" else "-"
+        names = ("*",) if self.tools == "*" else self.tools
+        prefix = f"{self.env}." if self.env else ""
+        return ",".join(f"{sign}{prefix}{name}" for name in names)
+
+
+class ToolsetSpec(BaseModel):
+    """A toolset as the Task API describes it: names only, no classes."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    envs: tuple[str, ...]
+    role: str
+    access: tuple[AccessChange, ...] = ()
+    bash: bool = False
+
+
+class TaskSpec(BaseModel):
+    """A task as the Task API describes it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    split: str
+    index: int
+    prompt: list[dict[str, str]]
+    turns: int
+    toolset: ToolsetSpec
