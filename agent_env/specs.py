@@ -7,7 +7,7 @@ importing the engine that makes them (`Task.spec`, `Toolset.spec`). `agent_env.t
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,7 +42,7 @@ class AccessChange(BaseModel):
 
 
 class ToolsetSpec(BaseModel):
-    """A toolset as the Task API describes it: names only, no classes."""
+    """A toolset as the Task API describes it: its names, and the tools it offers (no classes)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -51,6 +51,11 @@ class ToolsetSpec(BaseModel):
     role: str
     access: tuple[AccessChange, ...] = ()
     bash: bool = False
+    tools: tuple[dict[str, Any], ...] | None = Field(
+        default=None,
+        description="Each tool's JSON Schema, `bash` last when offered; null when the toolset's tools "
+        "are known only once an episode is deployed (then a trainer plays one of its tasks to list them).",
+    )
 
 
 class TaskSpec(BaseModel):

@@ -65,7 +65,12 @@ class Toolset:
     @property
     def spec(self) -> ToolsetSpec:
         return ToolsetSpec(
-            name=self.name, envs=self.env_names, role=self.role, access=self.access, bash=self.bash
+            name=self.name,
+            envs=self.env_names,
+            role=self.role,
+            access=self.access,
+            bash=self.bash,
+            tools=tuple(self.tools),
         )
 
     @cached_property

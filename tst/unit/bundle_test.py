@@ -55,6 +55,7 @@ def test_a_task_spec_carries_its_prompt_as_chat_messages_and_its_toolset(tmp_pat
         "role": "default",
         "access": (),
         "bash": False,
+        "tools": tuple(bundle.task("train", 0).toolset.tools),
     }
 
 

@@ -100,7 +100,9 @@ def test_fake_tasks_are_served_with_specs_giving_split_index_prompt_turns_and_to
                 {"role": "user", "content": "Weigh C12."},
             ],
             turns=2,
-            toolset=ToolsetSpec(name="fake", envs=("fake",), role="default"),
+            toolset=ToolsetSpec(
+                name="fake", envs=("fake",), role="default", tools=(Tool.from_function(weigh).schema,)
+            ),
         ),
         TaskSpec(
             id="file",
@@ -114,6 +116,7 @@ def test_fake_tasks_are_served_with_specs_giving_split_index_prompt_turns_and_to
                 role="clerk",
                 access=filing.access,
                 bash=True,
+                tools=(BASH_TOOL,),
             ),
         ),
     ]

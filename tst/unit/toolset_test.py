@@ -213,7 +213,7 @@ def test_equal_toolsets_have_the_same_name():
     assert toolset("dock", access=[enable("*")]).name == toolset("dock", access=[enable("*")]).name
 
 
-def test_the_spec_describes_the_toolset_on_the_wire_by_names_only():
+def test_the_spec_describes_the_toolset_on_the_wire_by_its_names_and_its_tools_schemas():
     ts = toolset(
         "dock", "pantry", role="harbormaster", access=[disable("use_item", role="harbormaster")], bash=True
     )
@@ -226,7 +226,9 @@ def test_the_spec_describes_the_toolset_on_the_wire_by_names_only():
         role="harbormaster",
         access=(disable("use_item", role="harbormaster"),),
         bash=True,
+        tools=tuple(ts.tools),
     )
+    assert spec.tools is not None and spec.tools[-1] == BASH_TOOL
     assert ToolsetSpec.model_validate_json(spec.model_dump_json()) == spec
     assert spec.model_dump(mode="json")["access"] == [
         {"action": "disable", "role": "harbormaster", "tools": ["use_item"], "env": None}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -28,7 +28,8 @@ from agent_env.training.trl.classes import (
     environment_class,
 )
 from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
-from agent_env.training.trl.session import GRACE_SECONDS, Session
+from agent_env.training.trl.rollout import Deadlines
+from agent_env.training.trl.session import GRACE_SECONDS, SessionClient
 from agent_env.training.trl.taskapi import TaskAPI
 
 if TYPE_CHECKING:
@@ -205,17 +206,24 @@ class AgentEnv:
             key=self._held.key,
             url=self.url,
             toolset=toolset,
-            tools=tuple(json.dumps(tool) for tool in self._listed_tools(task)),
-            reset_timeout_s=self.reset_timeout,
-            tool_timeout_s=self.tool_timeout,
-            tool_timeouts_s=tuple(sorted(self.tool_timeouts.items())),
+            tools=tuple(json.dumps(tool) for tool in self._tools_of(task)),
+            deadlines=Deadlines(
+                self.reset_timeout, self.tool_timeout, tuple(sorted(self.tool_timeouts.items()))
+            ),
             connect_timeout_s=self.connect_timeout,
             token=self._token,
         )
 
+    def _tools_of(self, task: TaskSpec) -> Sequence[Mapping[str, Any]]:
+        """The tools of the task's toolset: from its spec, or, for a toolset whose tools are known
+        only once deployed, as the server lists them when the task is played."""
+        if task.toolset.tools is not None:
+            return task.toolset.tools
+        return self._listed_tools(task)
+
     def _listed_tools(self, task: TaskSpec) -> list[dict[str, Any]]:
         """The tools of the task's toolset, as the server lists them when the task is played."""
-        session = Session(self.url, connect_timeout_s=self.connect_timeout, token=self._token)
+        session = SessionClient(self.url, connect_timeout_s=self.connect_timeout, token=self._token)
         session.open()
         try:
             answer = session.reset(task.split, task.index, timeout_s=self.reset_timeout).result()

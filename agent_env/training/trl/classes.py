@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from agent_env._private.threading_exit import at_exit
 from agent_env.training.trl.rollout import Deadlines, Rollouts
-from agent_env.training.trl.session import Session, close_sessions
+from agent_env.training.trl.session import SessionClient, close_sessions
 from agent_env.training.trl.signatures import (
     ToolSignature,
     UnsupportedToolError,
@@ -41,16 +41,10 @@ class ToolsetSettings:
     toolset: str
     tools: tuple[str, ...]
     """Each tool's JSON Schema, as JSON text."""
-    reset_timeout_s: float
-    tool_timeout_s: float
-    tool_timeouts_s: tuple[tuple[str, float], ...] = ()
+    deadlines: Deadlines
     connect_timeout_s: float = 10.0
     token: str | None = field(default=None, repr=False)
     """The server's bearer token, if it wants one; kept out of reprs, so out of logs."""
-
-    @property
-    def deadlines(self) -> Deadlines:
-        return Deadlines(self.reset_timeout_s, self.tool_timeout_s, dict(self.tool_timeouts_s))
 
     def signatures(self) -> list[ToolSignature]:
         signatures = []
@@ -101,7 +95,7 @@ class ToolsetEnvironment(metaclass=_EnvironmentClass):
         """The episode's score from the task's verifiers; None when it could not be scored."""
         return self._rollouts.reward()
 
-    def _detach(self) -> Session | None:
+    def _detach(self) -> SessionClient | None:
         return self._rollouts.detach()
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
 from agent_env.training.trl.errors import ToolCallError
-from agent_env.training.trl.session import ServerRefusedError, Session, SessionLostError
+from agent_env.training.trl.session import ServerRefusedError, SessionClient, SessionLostError
 
 TASK_OVER = "The task is over: your reply ended its last turn."
 """What `end_turn` answers when the turn it ends was the task's last."""
@@ -25,14 +25,16 @@ TASK_OVER = "The task is over: your reply ended its last turn."
 
 @dataclass(frozen=True)
 class Deadlines:
-    """Seconds the server gives each call: resets and turn ends `reset_s`, each tool its own."""
+    """Seconds the server gives each call, named as `AgentEnv`'s arguments: `reset_timeout` bounds a
+    reset (the deploy) and every end_turn (the last one runs the verifiers); `tool_timeout` each tool
+    call, unless `tool_timeouts` names the tool."""
 
-    reset_s: float
-    tool_s: float
-    per_tool: Mapping[str, float] = field(default_factory=dict)
+    reset_timeout: float
+    tool_timeout: float
+    tool_timeouts: tuple[tuple[str, float], ...] = ()
 
     def tool(self, name: str) -> float:
-        return self.per_tool.get(name, self.tool_s)
+        return dict(self.tool_timeouts).get(name, self.tool_timeout)
 
 
 @dataclass
@@ -59,7 +61,7 @@ class Rollouts:
         self._connect_timeout_s = connect_timeout_s
         self._token = token
         self._lock = threading.RLock()
-        self._session: Session | None = None
+        self._session: SessionClient | None = None
         self._episode: _Episode | None = None
         self._closed = False
 
@@ -75,7 +77,7 @@ class Rollouts:
                 _settle(self._episode.deploy)
             self._episode = None
             session = self._open_session()
-            deploy = session.reset(split, index, timeout_s=self._deadlines.reset_s)
+            deploy = session.reset(split, index, timeout_s=self._deadlines.reset_timeout)
             self._episode = _Episode(split, index, prompt, deploy)
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
@@ -109,19 +111,19 @@ class Rollouts:
                     break
             return None if episode.ended is not None else episode.reward
 
-    def detach(self) -> Session | None:
+    def detach(self) -> SessionClient | None:
         """Refuse later resets, and hand over the session to close (the server then tears down its
         episode); it is not locked, so a call in flight on another thread ends with the session."""
         self._closed = True
         session, self._session = self._session, None
         return session
 
-    def _open_session(self) -> Session:
+    def _open_session(self) -> SessionClient:
         if self._session is not None and self._session.lost:
             self._session.close()
             self._session = None
         if self._session is None:
-            session = Session(self._url, connect_timeout_s=self._connect_timeout_s, token=self._token)
+            session = SessionClient(self._url, connect_timeout_s=self._connect_timeout_s, token=self._token)
             session.open()
             self._session = session
         return self._session
@@ -158,8 +160,8 @@ class Rollouts:
             )
 
     def _end_turn(self, episode: _Episode, reply: str) -> AgentEnvObservation:
-        reset_s = self._deadlines.reset_s
-        answer = self._step(episode, AgentEnvAction.end_turn(reply, timeout_s=reset_s), reset_s)
+        deadline = self._deadlines.reset_timeout
+        answer = self._step(episode, AgentEnvAction.end_turn(reply, timeout_s=deadline), deadline)
         if answer.done:
             episode.done, episode.reward = True, answer.reward
         return answer

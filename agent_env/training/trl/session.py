@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from openenv import GenericEnvClient
 
 from agent_env._private.openenv_client import error_frame, refused_for_token
+from agent_env.errors import AgentEnvError
 from agent_env.openenv.tokens import TOKEN_VARIABLE, bearer
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, held_without_client
 from agent_env.training.trl.errors import ServerAtCapacityError, ServerUnavailableError
@@ -68,7 +69,7 @@ async def _awaited(work: Callable[[], Awaitable[_T]]) -> _T:
 _LOOP = _ClientLoop()
 
 
-class Session:
+class SessionClient:
     """One WebSocket session: opened (and checked) at once, then one message at a time."""
 
     def __init__(self, url: str, *, connect_timeout_s: float, token: str | None = None) -> None:
@@ -174,13 +175,9 @@ class Session:
             raise SessionLostError(f"the connection failed: {type(exc).__name__}: {exc}") from None
 
 
-class ServerRefusedError(Exception):
-    """An OpenEnv error frame: the server refused the message (or the whole session)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
+class ServerRefusedError(AgentEnvError):
+    """An OpenEnv error frame: the server refused the message (or the whole session). Its code is
+    OpenEnv's own (`CAPACITY_REACHED`, `VALIDATION_ERROR`, ...), not one of `ErrorCode`."""
 
 
 def _at_capacity(url: str, message: str) -> str:
@@ -202,7 +199,7 @@ def _at_capacity(url: str, message: str) -> str:
     )
 
 
-def close_sessions(sessions: Sequence[Session]) -> None:
+def close_sessions(sessions: Sequence[SessionClient]) -> None:
     """Close sessions all at once, within `_CLOSE_WAIT_S` in all, however many there are; never raises."""
     if not sessions:
         return

@@ -16,7 +16,7 @@ from agent_env import AccessChange
 from agent_env.openenv import BackgroundServer, build_app
 from agent_env.testing import FakeTask
 from tst.support.harbor import HARBOR
-from tst.support.serving import Serve
+from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate, list_crates
 
 TRAIN = [json.loads(line) for line in (HARBOR / "tasks" / "train.jsonl").read_text().splitlines()]
@@ -92,13 +92,31 @@ def test_the_harbor_counts_and_lists_every_task_of_a_split_in_its_file_order(ser
     ]
 
 
+def without_tools(spec: dict[str, Any]) -> dict[str, Any]:
+    """A task spec with its toolset's names alone (its tools are the subject of their own test)."""
+    toolset = {k: v for k, v in spec["toolset"].items() if k != "tools"}
+    return {**spec, "toolset": toolset}
+
+
+def test_each_task_spec_carries_its_toolset_s_tool_schemas_exactly_as_its_episode_lists_them(
+    serve: Serve, connect: Connect
+) -> None:
+    server = serve(build_app(HARBOR))
+    client = connect(server.url)
+
+    for index in (0, 4, 5, 10):
+        listed = client.reset(split="train", index=index).observation["tools"]
+
+        assert harbor_task(server, "train", index)["toolset"]["tools"] == listed
+
+
 def test_a_harbor_task_spec_has_the_agents_system_prompt_then_the_first_turn_and_counts_the_turns(
     serve: Serve,
 ) -> None:
     server = serve(build_app(HARBOR))
 
-    one_turn = harbor_task(server, "train", 0)
-    two_turns = harbor_task(server, "train", 2)
+    one_turn = without_tools(harbor_task(server, "train", 0))
+    two_turns = without_tools(harbor_task(server, "train", 2))
 
     assert one_turn == {
         "id": "store-crate-000",
@@ -122,7 +140,9 @@ def test_a_harbor_task_spec_has_the_agents_system_prompt_then_the_first_turn_and
 def test_harbor_toolsets_are_named_for_their_envs_bash_role_and_access_changes(serve: Serve) -> None:
     server = serve(build_app(HARBOR))
 
-    toolsets = {index: harbor_task(server, "train", index)["toolset"] for index in (0, 4, 5, 9, 10)}
+    toolsets = {
+        index: without_tools(harbor_task(server, "train", index))["toolset"] for index in (0, 4, 5, 9, 10)
+    }
 
     assert toolsets[0] == {"name": "dock", "envs": ["dock"], "role": "default", "access": [], "bash": False}
     assert toolsets[4] == {
@@ -359,7 +379,7 @@ def test_hand_built_tasks_are_served_under_the_default_name_with_their_splits_in
 def test_a_task_without_a_system_prompt_is_prompted_with_its_first_turn_alone(serve: Serve) -> None:
     server = serve({"train": [plain_task()]})
 
-    task = post(server, "/tasks/task", {"split": "train", "index": 0}).json()["task"]
+    task = without_tools(post(server, "/tasks/task", {"split": "train", "index": 0}).json()["task"])
 
     assert task == {
         "id": "count-crates",
@@ -376,7 +396,7 @@ def test_a_task_with_a_system_prompt_two_turns_a_role_access_changes_and_bash_de
 ) -> None:
     server = serve({"train": [plain_task(), rich_task()]})
 
-    task = post(server, "/tasks/task", {"split": "train", "index": 1}).json()["task"]
+    task = without_tools(post(server, "/tasks/task", {"split": "train", "index": 1}).json()["task"])
 
     assert task == {
         "id": "ship-and-log",

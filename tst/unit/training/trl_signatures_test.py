@@ -17,6 +17,7 @@ from agent_env.bundle import load_bundle
 from agent_env.tools import Tool
 from agent_env.training.trl import ToolsetSettings, UnsupportedToolError
 from agent_env.training.trl.classes import environment_class
+from agent_env.training.trl.rollout import Deadlines
 from agent_env.training.trl.signatures import tool_signature
 from tst.support.harbor import HARBOR
 
@@ -99,8 +100,7 @@ def toolset_class(tools: list[dict[str, Any]], name: str = "crates") -> type:
         url="http://127.0.0.1:9",
         toolset=name,
         tools=tuple(json.dumps(tool) for tool in tools),
-        reset_timeout_s=60,
-        tool_timeout_s=10,
+        deadlines=Deadlines(reset_timeout=60, tool_timeout=10),
     )
     return environment_class(settings)
 

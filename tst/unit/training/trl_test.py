@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import pytest
 
-from agent_env import Tool
+from agent_env import ServedTask, Tool
 from agent_env.openenv import build_served_app
 from agent_env.testing import FakeTask, Gate, calls, fake_served
 from agent_env.training.trl import (
@@ -137,7 +137,7 @@ def test_a_rollout_plays_on_the_server_and_a_reused_environment_scores_each_of_i
     assert tools["end_turn"](reply="I did nothing.") == TASK_OVER
     assert environment.get_reward() == 0.0
 
-    rollouts = task.episodes[1:]  # the first is the factory's, which listed the tools
+    rollouts = task.episodes  # the factory deployed none: the spec lists the tools
     assert [calls(e) for e in rollouts] == [
         [("add_crate", {"crate": "C1", "bay": 2}), ("list_crates", {})],
         [],
@@ -257,8 +257,7 @@ def test_a_reset_and_an_end_turn_carry_the_resets_deadline_so_end_turn_waits_for
     assert environment.get_reward() == 1.0
 
     resets = recorder.of_type("reset")
-    assert len(resets) == 2  # the factory's, to list the tools, and the rollout's
-    assert all(reset["timeout_s"] == 20 for reset in resets)
+    assert [reset["timeout_s"] for reset in resets] == [20]  # the rollout's: the factory deploys nothing
     steps = recorder.of_type("step")
     assert [(s["kind"], s["metadata"]["timeout_s"]) for s in steps] == [
         ("call_tool", 0.3),
@@ -373,7 +372,7 @@ def test_toolsets_that_differ_get_a_class_each_and_every_row_names_its_environme
     assert isinstance(factory, dict) and list(factory) == ["dock", "pantry"]
     assert [factory[name].__name__ for name in factory] == ["dock", "pantry"]
     assert env.dataset["environment"] == ["dock", "pantry", "dock"]
-    assert [len(t.episodes) for t in (dock_a, stock, dock_b)] == [1, 1, 0]  # one task per toolset
+    assert [len(t.episodes) for t in (dock_a, stock, dock_b)] == [0, 0, 0]  # the specs list the tools
     assert sorted(trl_tools(factory["pantry"]())) == ["add_item", "end_turn"]
 
     unpickled = pickle.loads(pickle.dumps(factory))
@@ -476,3 +475,21 @@ def test_serving_an_app_plays_its_tasks_in_process_and_close_ends_its_episodes_a
     assert until(lambda: task.live == [])
     with pytest.raises(ServerUnavailableError):
         AgentEnv(env.url, connect_timeout=2)
+
+
+def test_a_toolset_whose_spec_leaves_its_tools_to_the_deploy_is_listed_by_playing_one_of_its_tasks_once(
+    serve: Serve, open_env: Open
+) -> None:
+    """The path kept for toolsets whose tools are known only once deployed (an MCP env's, say)."""
+    task = dock_task()
+    placed = task.task_at("train", 0)
+    spec = placed.spec.model_copy(update={"toolset": placed.spec.toolset.model_copy(update={"tools": None})})
+    served = {"train": (ServedTask(spec, lambda: task.new_episode(placed)),)}
+    env = open_env(serve(build_served_app(served)).url)
+
+    factory = env.factory
+
+    assert isinstance(factory, type)
+    assert sorted(trl_tools(factory())) == ["add_crate", "end_turn", "jam_crane", "list_crates"]
+    assert len(task.episodes) == 1
+    assert task.wait_all_torn_down()

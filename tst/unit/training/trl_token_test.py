@@ -11,7 +11,7 @@ from agent_env import load_bundle
 from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer, build_served_app
 from agent_env.testing import FakeTask, calls, fake_served
 from agent_env.training.trl import TASK_OVER, AgentEnv, ServerUnavailableError
-from agent_env.training.trl.session import Session
+from agent_env.training.trl.session import SessionClient
 from agent_env.verifiers import VerifierContext
 from tst.support.harbor import HARBOR
 from tst.support.serving import Serve
@@ -85,7 +85,7 @@ def test_a_session_refused_for_its_token_says_the_server_wants_one(serve: Serve)
     server, task = guarded(serve)
 
     with pytest.raises(ServerUnavailableError, match="requires a bearer token"):
-        Session(server.url, connect_timeout_s=5).open()
+        SessionClient(server.url, connect_timeout_s=5).open()
 
     assert task.episodes == []
 
