@@ -58,24 +58,27 @@ class Workers:
         self.limit = limit
         self._name = name
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        self._idle = threading.Semaphore(0)
-        self._started = 0
         self._lock = threading.Lock()
+        self._idle = 0
+        self._started = 0
 
     def submit(self, job: _Job) -> None:
         self._jobs.put(job)
-        if self._idle.acquire(blocking=False):  # a worker is idle, and takes it
-            return
         with self._lock:
-            if self._started < self.limit:
-                self._started += 1
-                name = f"{self._name}-{self._started}"
-                threading.Thread(target=self._work, name=name, daemon=True).start()
+            if self._idle:  # a worker between jobs takes it
+                self._idle -= 1
+                return
+            if self._started == self.limit:  # it waits its turn
+                return
+            self._started += 1
+            name = f"{self._name}-{self._started}"
+        threading.Thread(target=self._work, name=name, daemon=True).start()
 
     def _work(self) -> None:
         while True:
             self._jobs.get().run()
-            self._idle.release()
+            with self._lock:
+                self._idle += 1
 
 
 _pool = Workers()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import typing
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
@@ -198,6 +199,9 @@ def _argument_fields(
     return fields
 
 
+_JSON_SCALARS = (bool, int)
+"""Results json.dumps renders as pydantic would (finite floats too), without pydantic's walk."""
+
 _ANY: pydantic.TypeAdapter[Any] = pydantic.TypeAdapter(Any)
 """Built once: a TypeAdapter costs far more to make than to use, and every non-string result needs one."""
 
@@ -206,6 +210,8 @@ def render_result(value: Any) -> str:
     """A tool's return value as text: strings as they are, everything else as JSON."""
     if isinstance(value, str):
         return value
+    if value is None or type(value) in _JSON_SCALARS or (type(value) is float and math.isfinite(value)):
+        return json.dumps(value)
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return json.dumps(_ANY.dump_python(value, mode="json"), ensure_ascii=False)

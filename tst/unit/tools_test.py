@@ -620,6 +620,14 @@ def test_a_dict_or_list_result_is_rendered_as_json_keeping_non_ascii_text():
     assert json.loads(render_result([{"bay": 1}, None, True])) == [{"bay": 1}, None, True]
 
 
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(3, "3"), (2.5, "2.5"), (True, "true"), (None, "null"), (float("nan"), "null"), (float("inf"), "null")],
+)
+def test_a_number_a_boolean_or_none_is_rendered_as_json_as_pydantic_would_render_it(value: object, text: str):
+    assert render_result(value) == text
+
+
 def test_a_pydantic_model_result_is_rendered_as_json():
     assert json.loads(render_result(Crate(label="C1", at=Point(x=1, y=2)))) == {
         "label": "C1",
