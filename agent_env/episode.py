@@ -256,7 +256,8 @@ class Episode:
         if self._env_making is not None:
             await self._settled(self._env_making, "making an env instance")
         for name, instance in list(self._envs.items()):
-            await self._bounded(_close(instance), f"closing env '{name}'")
+            if type(instance).close is not Env.close:  # Env's own close has nothing to release
+                await self._bounded(_close(instance), f"closing env '{name}'")
         self._envs.clear()
         sandbox = self._sandbox
         if sandbox is None and self._sandbox_creation is not None:

@@ -1,19 +1,25 @@
 """2. Concurrency: many sessions playing episodes against one server process, through AgentEnv and bare.
 
 Each session plays episodes back to back (reset, 8 tool calls, end_turn, get_reward: 10 messages) for
-a fixed time, after one untimed episode each; the bare baseline sends the same 10 messages per episode
-with `GenericEnvClient` on one event loop. Targets on this machine: 256 sessions with zero errors, and
-at least 1,000 tool calls/s through AgentEnv at 64 sessions.
+a fixed time, after one untimed episode each. The bare baseline sends the same 10 messages per episode
+with `GenericEnvClient`, every session on one event loop: the fastest OpenEnv's client goes. A second
+bare figure calls it as AgentEnv is called, as TRL calls an environment: each session's `.sync()`
+client on a thread of its own, blocking on each call (each such client runs a loop thread of its
+own). Targets on this machine: 256 sessions with zero errors, at least 1,000 tool calls/s through
+AgentEnv at 64 sessions, and there at least 0.8x the bare baseline's tool calls/s.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from bench.common import Figure, Results, percentile, rollout, server
 
@@ -35,9 +41,13 @@ class Load:
         return len(self.latencies) / self.seconds if self.seconds else 0.0
 
 
-def through_agentenv(url: str, sessions: int, duration_s: float) -> Load:
-    from agent_env.training.trl import AgentEnv
+Episode = Callable[[], tuple[list[float], int]]
+"""Plays one episode on one session; the timed calls' latencies, and how many answers were wrong."""
 
+
+def threaded(duration_s: float, episodes: list[Episode]) -> Load:
+    """Each session on a thread of its own, blocking on each call as TRL's rollouts do: one untimed
+    episode each, then episodes back to back for `duration_s`, all sessions in the same window."""
     load = Load()
     lock = threading.Lock()
     window: dict[str, float] = {}
@@ -46,46 +56,76 @@ def through_agentenv(url: str, sessions: int, duration_s: float) -> Load:
         window["start"] = time.perf_counter()
         window["stop"] = window["start"] + duration_s
 
-    ready = threading.Barrier(sessions + 1, action=open_window)
+    ready = threading.Barrier(len(episodes) + 1, action=open_window)
 
-    with AgentEnv(url) as env:
-        made = [rollout(env, 0) for _ in range(sessions)]
-
-        def play(environment: object, row: dict[str, object], timed: bool) -> None:
-            latencies, errors = [], 0
+    def worker(episode: Episode) -> None:
+        episode()
+        ready.wait()
+        while time.perf_counter() < window["stop"]:
             try:
-                environment.reset(**row)  # type: ignore[attr-defined]
-                for value in range(CALLS_PER_EPISODE):
-                    start = time.perf_counter()
-                    answer = environment.ping(value=value)  # type: ignore[attr-defined]
-                    latencies.append(time.perf_counter() - start)
-                    errors += answer != str(value)
-                environment.end_turn(reply="done")  # type: ignore[attr-defined]
-                errors += environment.get_reward() != 1.0  # type: ignore[attr-defined]
+                latencies, errors = episode()
             except Exception:
-                errors += 1
-            if timed:
-                with lock:
-                    load.latencies += latencies
-                    load.errors += errors
-                    load.episodes += 1
+                latencies, errors = [], 1
+            with lock:
+                load.latencies += latencies
+                load.errors += errors
+                load.episodes += 1
 
-        def worker(environment: object, row: dict[str, object]) -> None:
-            play(environment, row, timed=False)
-            ready.wait()
-            while time.perf_counter() < window["stop"]:
-                play(environment, row, timed=True)
-
-        with ThreadPoolExecutor(sessions) as pool:
-            futures = [pool.submit(worker, environment, row) for environment, row in made]
-            ready.wait(timeout=300)
-            for future in futures:
-                future.result(timeout=duration_s + 300)
-            load.seconds = time.perf_counter() - window["start"]
+    with ThreadPoolExecutor(len(episodes)) as pool:
+        futures = [pool.submit(worker, episode) for episode in episodes]
+        ready.wait(timeout=300)
+        for future in futures:
+            future.result(timeout=duration_s + 300)
+        load.seconds = time.perf_counter() - window["start"]
     return load
 
 
-def bare(url: str, sessions: int, duration_s: float) -> Load:
+def through_agentenv(url: str, sessions: int, duration_s: float) -> Load:
+    from agent_env.training.trl import AgentEnv
+
+    def play(environment: Any, row: dict[str, object]) -> tuple[list[float], int]:
+        latencies, errors = [], 0
+        environment.reset(**row)
+        for value in range(CALLS_PER_EPISODE):
+            start = time.perf_counter()
+            answer = environment.ping(value=value)
+            latencies.append(time.perf_counter() - start)
+            errors += answer != str(value)
+        environment.end_turn(reply="done")
+        errors += environment.get_reward() != 1.0
+        return latencies, errors
+
+    with AgentEnv(url) as env:
+        made = [rollout(env, 0) for _ in range(sessions)]
+        return threaded(duration_s, [functools.partial(play, environment, row) for environment, row in made])
+
+
+def bare_threads(url: str, sessions: int, duration_s: float) -> Load:
+    """Bare OpenEnv called as a trainer calls an environment: `GenericEnvClient(...).sync()` per
+    session, each on a thread of its own."""
+    from openenv import GenericEnvClient
+
+    def play(client: Any) -> tuple[list[float], int]:
+        latencies, errors = [], 0
+        client.reset()
+        for value in range(CALLS_PER_EPISODE + 1):
+            start = time.perf_counter()
+            result = client.step({"value": value})
+            if value < CALLS_PER_EPISODE:
+                latencies.append(time.perf_counter() - start)
+                errors += result.observation.get("value") != value
+        return latencies, errors
+
+    clients = [GenericEnvClient(base_url=url, message_timeout_s=120).sync() for _ in range(sessions)]
+    try:
+        return threaded(duration_s, [functools.partial(play, client) for client in clients])
+    finally:
+        for client in clients:
+            client.close()
+
+
+def bare_one_loop(url: str, sessions: int, duration_s: float) -> Load:
+    """Bare OpenEnv at its fastest: every session's `GenericEnvClient` on one event loop, no threads."""
     from openenv import GenericEnvClient
 
     load = Load()
@@ -126,7 +166,12 @@ def bare(url: str, sessions: int, duration_s: float) -> Load:
 
 def run(results: Results, workdir: Path, *, quick: bool) -> None:
     levels, duration_s = ([1, 8], 1.0) if quick else ([1, 16, 64, 256], 8.0)
-    for name, kind, measure in (("AgentEnv", "bundle", through_agentenv), ("bare OpenEnv", "bare", bare)):
+    kinds = (
+        ("AgentEnv", "bundle", through_agentenv),
+        ("bare OpenEnv", "bare", bare_one_loop),
+        ("bare OpenEnv, sync clients on threads", "bare", bare_threads),
+    )
+    for name, kind, measure in kinds:
         series: dict[int, float] = {}
         for sessions in levels:
             with server(kind, workdir=workdir) as served:
@@ -162,15 +207,21 @@ def run(results: Results, workdir: Path, *, quick: bool) -> None:
             )
         results.throughput[name] = series
     for sessions in levels:
-        ratio = results.throughput["AgentEnv"][sessions] / results.throughput["bare OpenEnv"][sessions]
+        ours = results.throughput["AgentEnv"][sessions]
         target = TARGET_RATIO if sessions == 64 else None
         results.add(
             Figure(
                 "load",
                 f"AgentEnv / bare OpenEnv calls/s, {sessions} sessions",
-                ratio,
+                ours / results.throughput["bare OpenEnv"][sessions],
                 "x",
                 target,
                 lower=False,
-            )
+            ),
+            Figure(
+                "load",
+                f"AgentEnv / bare OpenEnv's sync clients on threads, {sessions} sessions",
+                ours / results.throughput["bare OpenEnv, sync clients on threads"][sessions],
+                "x",
+            ),
         )

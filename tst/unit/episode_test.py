@@ -438,3 +438,34 @@ def test_every_example_task_scores_1_for_its_reference_play_and_0_for_a_play_tha
     assert not [line for line in solved.transcript if " -> error: " in line]
     assert (idle.score, idle.error) == (0.0, None)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_teardown_runs_an_env_s_own_sync_close_on_a_thread_of_its_own_and_skips_env_s_empty_one(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    log: list[str] = []
+    threads: list[str] = []
+    real = agent_env.episode.run_in_own_thread
+
+    async def recorded(fn: Any) -> Any:
+        threads.append(getattr(fn, "__qualname__", repr(fn)))
+        return await real(fn)
+
+    monkeypatch.setattr(agent_env.episode, "run_in_own_thread", recorded)
+
+    class Plain(Env):
+        """An env that keeps Env's own close, which releases nothing."""
+
+    episode = Episode(
+        with_envs(example("store-crate-000"), logbook("logbook", log), EnvSpec.from_class("plain", Plain))
+    )
+
+    async def main() -> None:
+        await episode.deploy()
+        await episode.teardown()
+
+    asyncio.run(main())
+
+    assert log == ["logbook set up", "logbook closed"]
+    assert [name.rsplit(".", 1)[-1] for name in threads] == ["close"]
+    assert episode.state is EpisodeState.TORN_DOWN

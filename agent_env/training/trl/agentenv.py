@@ -1,9 +1,10 @@
 """`AgentEnv`: a served bundle as TRL's `train_dataset` and `environment_factory`.
 
 The dataset comes from the server's Task API. The factory is one generated class per toolset of the
-split, each built from the tools the server lists when one of the toolset's tasks is played (one
-task per toolset, one at a time). With one toolset the factory is that class; with several it is a
-dict toolset name -> class, and every dataset row names its class in TRL's `environment` column.
+split, each built from the tools the Task API's spec lists for it, so building it deploys nothing;
+a toolset whose tools are known only once deployed (its spec's `tools` is null) is listed by playing
+one of its tasks. With one toolset the factory is that class; with several it is a dict toolset
+name -> class, and every dataset row names its class in TRL's `environment` column.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ class AgentEnv:
 
     Fails at once, with the fix in the message, when no agent_env server answers at `url`, it
     serves no `split`, or it wants a bearer token it was not given: `token` (default:
-    `AGENTENV_TOKEN`, if set) goes with every request and session.
+    `AGENTENV_TOKEN`, if set) goes with every request and session. Deadlines, in seconds:
+    `reset_timeout` bounds each reset (the deploy) and each end_turn (the last runs the verifiers),
+    `tool_timeout` each tool call unless `tool_timeouts` names the tool.
     """
 
     def __init__(
