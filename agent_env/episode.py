@@ -299,7 +299,8 @@ class Episode:
         )
 
     async def _make_env(self, env: EnvSpec) -> None:
-        instance = await call_maybe_async(env.cls)
+        # A class with no __init__ of its own cannot block in making one: no thread for that.
+        instance = env.cls() if env.cls.__init__ is object.__init__ else await call_maybe_async(env.cls)
         assert isinstance(instance, Env)
         self._envs[env.name] = instance
         self._check_alive()

@@ -90,5 +90,9 @@ class Toolset:
     @property
     def tools(self) -> list[dict[str, Any]]:
         """The JSON Schemas of every tool the played agent sees, `bash` last when offered."""
-        schemas = [tool.schema for _, tool in self.env_tools]
-        return [*schemas, BASH_TOOL] if self.bash else schemas
+        return list(self._schemas)
+
+    @cached_property
+    def _schemas(self) -> tuple[dict[str, Any], ...]:
+        schemas = tuple(tool.schema for _, tool in self.env_tools)
+        return (*schemas, BASH_TOOL) if self.bash else schemas

@@ -94,4 +94,5 @@ class EpisodeTracker:
         finally:
             self._live.discard(episode)
             self._teardowns.pop(episode, None)
-            log.info("%s", describe(episode))
+            if log.isEnabledFor(logging.INFO):
+                log.info("%s", describe(episode))
