@@ -1,8 +1,9 @@
 """2. Concurrency: many sessions playing episodes against one server process, through AgentEnv and bare.
 
 Each session plays episodes back to back (reset, 8 tool calls, end_turn, get_reward: 10 messages) for
-a fixed time, after one untimed episode each. The bare baseline sends the same 10 messages per episode
-with `GenericEnvClient`, every session on one event loop: the fastest OpenEnv's client goes. A second
+a fixed time, in four rounds alternating with the baselines' against servers up at once, after one
+untimed episode each round. The bare baseline sends the same 10 messages per episode with
+`GenericEnvClient`, every session on one event loop: the fastest OpenEnv's client goes. A second
 bare figure calls it as AgentEnv is called, as TRL calls an environment: each session's `.sync()`
 client on a thread of its own, blocking on each call (each such client runs a loop thread of its
 own). Targets on this machine: 256 sessions with zero errors, at least 1,000 tool calls/s through
@@ -39,6 +40,13 @@ class Load:
     @property
     def calls_per_s(self) -> float:
         return len(self.latencies) / self.seconds if self.seconds else 0.0
+
+    def add(self, other: Load) -> None:
+        """Count another round's calls, episodes, errors and seconds with these."""
+        self.latencies += other.latencies
+        self.episodes += other.episodes
+        self.errors += other.errors
+        self.seconds += other.seconds
 
 
 Episode = Callable[[], tuple[list[float], int]]
@@ -165,17 +173,27 @@ def bare_one_loop(url: str, sessions: int, duration_s: float) -> Load:
 
 
 def run(results: Results, workdir: Path, *, quick: bool) -> None:
-    levels, duration_s = ([1, 8], 1.0) if quick else ([1, 16, 64, 256], 8.0)
+    levels, duration_s, rounds = ([1, 8], 1.0, 2) if quick else ([1, 16, 64, 256], 8.0, 4)
     kinds = (
         ("AgentEnv", "bundle", through_agentenv),
         ("bare OpenEnv", "bare", bare_one_loop),
         ("bare OpenEnv, sync clients on threads", "bare", bare_threads),
     )
-    for name, kind, measure in kinds:
+    loads: dict[tuple[str, int], Load] = {}
+    for sessions in levels:
+        # Both servers up at once, and the kinds in alternating rounds, so that drift in the
+        # machine's load falls on all of them alike.
+        with server("bundle", workdir=workdir) as served, server("bare", workdir=workdir) as baseline:
+            urls = {"bundle": served.url, "bare": baseline.url}
+            for _ in range(rounds):
+                for name, kind, measure in kinds:
+                    loads.setdefault((name, sessions), Load()).add(
+                        measure(urls[kind], sessions, duration_s / rounds)
+                    )
+    for name, _, _ in kinds:
         series: dict[int, float] = {}
         for sessions in levels:
-            with server(kind, workdir=workdir) as served:
-                load = measure(served.url, sessions, duration_s)
+            load = loads[(name, sessions)]
             series[sessions] = load.calls_per_s
             target = TARGET_CALLS_PER_S if (name, sessions) == ("AgentEnv", 64) else None
             errors_target = 0.0 if (name, sessions) == ("AgentEnv", 256) else None
