@@ -1,7 +1,8 @@
 """What a server serves: the splits and, for each task, its spec and a way to play it.
 
-This is the Episode API's other half: the server sees tasks only through `ServedTask`, so tests can
-hand it fake steps (`agent_env.testing`) and it plays them exactly as it plays a bundle.
+The server sees tasks only through `ServedTask` (a spec, and a factory of `Episode`s), so tests can
+hand it fake tasks (`agent_env.testing`: real tasks whose steps are scripted), which it plays
+exactly as it plays a bundle's.
 """
 
 from __future__ import annotations
