@@ -7,11 +7,11 @@ at once (Python cannot stop it); an async call answers as soon as it lets itself
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from agent_env._deadlines import Deadline
 from agent_env.errors import AgentEnvError, ErrorCode
 
 _T = TypeVar("_T")
@@ -19,27 +19,38 @@ _T = TypeVar("_T")
 
 class ClientLink:
     """One WebSocket connection, as its calls see it: whether the client is still there, and whether
-    it holds one of the server's sessions (set by `SessionServer` when its handler makes one)."""
+    it holds one of the server's sessions (set by `SessionServer` when its handler makes one).
 
-    def __init__(self) -> None:
+    `read_ahead` is what starts reading the connection's messages while a call runs, so that a client
+    leaving mid-call is noticed; it is called only once a call has run a while (`LONG_S` of
+    `agent_env._deadlines`), since a quicker call answers before anyone could miss the client.
+    """
+
+    def __init__(self, read_ahead: Callable[[], None] | None = None) -> None:
         self.gone = False
         self.reason = ErrorCode.CLIENT_GONE
         self.holds_session = False
-        self._deadlines: set[asyncio.Timeout] = set()
+        self.read_ahead = read_ahead
+        self._deadlines: set[Deadline] = set()
+
+    @property
+    def busy(self) -> bool:
+        """Whether a call of this connection is running."""
+        return bool(self._deadlines)
 
     def lost(self, reason: ErrorCode = ErrorCode.CLIENT_GONE) -> None:
         """The connection is gone (`CLIENT_GONE`) or being closed by the server (`SHUTTING_DOWN`):
-        interrupt every call waiting on it, by bringing its deadline forward to now."""
+        interrupt every call waiting on it, by expiring its deadline now."""
         if not self.gone:
             self.gone, self.reason = True, reason
         for deadline in list(self._deadlines):
-            deadline.reschedule(asyncio.get_running_loop().time())
+            deadline.expire()
 
-    def watch(self, deadline: asyncio.Timeout) -> None:
+    def watch(self, deadline: Deadline) -> None:
         """Interrupt the call under `deadline` if the connection goes while it runs."""
         self._deadlines.add(deadline)
 
-    def forget(self, deadline: asyncio.Timeout) -> None:
+    def forget(self, deadline: Deadline) -> None:
         self._deadlines.discard(deadline)
 
 
@@ -60,15 +71,16 @@ class InterruptedCallError(AgentEnvError):
 async def run_call(call: Awaitable[_T], timeout_s: float | None) -> _T:
     """Await `call`; past `timeout_s`, or once the client is gone, cancel it and raise.
 
-    The call runs in the caller's task under `asyncio.timeout`, not in a task of its own: that costs
-    no extra turn of the event loop per call. A call is interrupted where it awaits (a sync tool's
-    thread is let go at once), so the answer comes at once from any call that lets itself be cancelled.
+    The call runs in the caller's task under a `Deadline`, not in a task of its own: that costs no
+    extra turn of the event loop per call, and no timer. A call is interrupted where it awaits (a
+    sync tool's thread is let go at once), so the answer comes at once from any call that lets itself
+    be cancelled.
     """
     link = CURRENT_LINK.get()
     if link is not None and link.gone:
         _close(call)
         raise InterruptedCallError(link.reason)
-    deadline = asyncio.timeout(timeout_s)
+    deadline = Deadline(timeout_s, on_long=link.read_ahead if link is not None else None)
     try:
         async with deadline:
             if link is not None:

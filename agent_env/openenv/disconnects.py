@@ -1,9 +1,11 @@
 """Notice a WebSocket client leaving while its session is busy with a call (and screen its frames).
 
 OpenEnv's handler reads the socket only between calls, so a client that disconnects mid-call would
-go unnoticed until the call ends (a hung tool: never). This ASGI middleware reads each WebSocket's
-messages as they come and hands them on through a small queue, and tells the connection's
-`ClientLink` the moment the client is gone, so the call is interrupted and the episode torn down.
+go unnoticed until the call ends (a hung tool: never). This ASGI middleware hands the handler each
+WebSocket message as it reads it; while a call runs longer than `LONG_S`, it reads the
+messages ahead, and tells the connection's `ClientLink` the moment the client is gone, so the call is
+interrupted and the episode torn down. A quick call is not read ahead of: that would cost every
+message one more turn of the event loop, a tenth of a bare step's time.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -21,7 +24,7 @@ from agent_env.openenv.frames import screened
 log = logging.getLogger("agent_env.openenv")
 
 _READ_AHEAD = 4
-"""Messages read ahead per connection: room for a close behind a step, small enough to push back."""
+"""Messages read ahead during a call: room for a close behind a step, few enough to push back."""
 
 _GONE: Message = {"type": "websocket.disconnect", "code": 1006}
 _SERVER_RESTART = 1012
@@ -43,8 +46,7 @@ class WatchDisconnects:
         if scope["type"] != "websocket":
             await self.app(scope, receive, send)
             return
-        relay = _Relay(ClientLink())
-        reader = asyncio.ensure_future(relay.read(receive))
+        relay = _Relay(receive)
         token = CURRENT_LINK.set(relay.link)
         self.links.add(relay.link)
         try:
@@ -52,35 +54,35 @@ class WatchDisconnects:
         finally:
             self.links.discard(relay.link)
             CURRENT_LINK.reset(token)
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
+            await relay.stop()
 
 
 class _Relay:
-    def __init__(self, link: ClientLink) -> None:
-        self.link = link
-        self._queue: asyncio.Queue[Message] = asyncio.Queue(_READ_AHEAD)
-        self._last: Message | None = None
+    """One connection's messages, handed to its handler; at most one read of the socket at a time,
+    by the handler itself or, during a long call, by a reader task that keeps them in `_ahead`."""
 
-    async def read(self, receive: Receive) -> None:
-        last = _GONE
-        try:
-            while True:
-                message = await receive()
-                if message["type"] == "websocket.disconnect":
-                    last = message
-                    break
-                await self._queue.put(screened(message))
-        except Exception:  # the transport broke: for the handler, the client is gone all the same
-            log.debug("reading a WebSocket failed", exc_info=True)
-        self.link.lost(
-            ErrorCode.SHUTTING_DOWN if last.get("code") == _SERVER_RESTART else ErrorCode.CLIENT_GONE
-        )
-        self._last = last
-        if self._queue.full():
-            self._queue.get_nowait()  # a step the handler could no longer answer gives way to the news
-        self._queue.put_nowait(last)
+    def __init__(self, receive: Receive) -> None:
+        self.link = ClientLink(read_ahead=self._start_reader)
+        self._receive = receive
+        self._ahead: deque[Message] = deque()
+        self._last: Message | None = None
+        self._reading = False
+        self._reader: asyncio.Task[None] | None = None
+        self._arrived: asyncio.Future[None] | None = None
+
+    async def receive(self) -> Message:
+        while not self._ahead:
+            if self._last is not None:
+                return self._last
+            if self._reader is None:
+                self._reading = True
+                try:
+                    return await self._take()
+                finally:
+                    self._reading = False
+            self._arrived = asyncio.get_running_loop().create_future()
+            await self._arrived
+        return self._ahead.popleft()
 
     def sender(self, send: Send) -> Send:
         """`send`, except that answers to a client already gone are dropped rather than failing."""
@@ -92,7 +94,43 @@ class _Relay:
 
         return send_while_there
 
-    async def receive(self) -> Message:
-        if self._last is not None and self._queue.empty():
-            return self._last
-        return await self._queue.get()
+    async def stop(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+
+    def _start_reader(self) -> None:
+        if self._reader is None and not self._reading and self._last is None:
+            self._reader = asyncio.ensure_future(self._read_ahead())
+
+    async def _read_ahead(self) -> None:
+        """Read while a call runs, until the client leaves or `_READ_AHEAD` messages wait."""
+        try:
+            while self._last is None and len(self._ahead) < _READ_AHEAD:
+                message = await self._take()
+                if message is not self._last:
+                    self._ahead.append(message)
+                if self._arrived is not None and not self._arrived.done():
+                    self._arrived.set_result(None)
+                if not self.link.busy:
+                    return
+        finally:
+            self._reader = None
+
+    async def _take(self) -> Message:
+        """The next message; once it is a disconnect, that is `_last`, and what waits unread is dropped:
+        a client gone gets no answers."""
+        try:
+            message = await self._receive()
+        except Exception:  # the transport broke: for the handler, the client is gone all the same
+            log.debug("reading a WebSocket failed", exc_info=True)
+            message = _GONE
+        if message["type"] != "websocket.disconnect":
+            return screened(message)
+        self._last = message
+        self._ahead.clear()
+        self.link.lost(
+            ErrorCode.SHUTTING_DOWN if message.get("code") == _SERVER_RESTART else ErrorCode.CLIENT_GONE
+        )
+        return message

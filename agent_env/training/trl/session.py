@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from openenv import GenericEnvClient
 
+from agent_env._deadlines import Deadline
 from agent_env._private.openenv_client import error_frame, refused_for_token
 from agent_env.errors import AgentEnvError
 from agent_env.openenv.tokens import TOKEN_VARIABLE, bearer
@@ -48,10 +50,10 @@ class _ClientLoop:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def submit(self, work: Callable[[], Awaitable[_T]]) -> concurrent.futures.Future[_T]:
-        """Run `work()` on the loop: it is called there, since OpenEnv's client picks its mode by the
-        loop it is called on."""
-        return asyncio.run_coroutine_threadsafe(_awaited(work), self._running())
+    def submit(self, work: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
+        """Run `work` on the loop. OpenEnv's client picks its mode by the loop it is called on, so
+        `work` is a coroutine that calls it, not the coroutine of a call made here."""
+        return asyncio.run_coroutine_threadsafe(work, self._running())
 
     def _running(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -60,10 +62,6 @@ class _ClientLoop:
                 threading.Thread(target=loop.run_forever, name="agent-env-sessions", daemon=True).start()
                 self._loop = loop
             return self._loop
-
-
-async def _awaited(work: Callable[[], Awaitable[_T]]) -> _T:
-    return await work()
 
 
 _LOOP = _ClientLoop()
@@ -118,45 +116,35 @@ class SessionClient:
         self, split: str, index: int, *, timeout_s: float
     ) -> concurrent.futures.Future[AgentEnvObservation]:
         """Start an episode; the future holds the server's answer (or a `SessionLostError`)."""
-
-        async def send() -> Any:
-            return await self._client.reset(split=split, index=index, timeout_s=timeout_s)
-
-        return self._observed(send, timeout_s + GRACE_SECONDS)
+        reset = functools.partial(self._client.reset, split=split, index=index, timeout_s=timeout_s)
+        return _LOOP.submit(self._observed(reset, timeout_s + GRACE_SECONDS))
 
     def step(
         self, action: AgentEnvAction, *, timeout_s: float
     ) -> concurrent.futures.Future[AgentEnvObservation]:
         """Send one step whose deadline is `timeout_s`; the future holds the answer."""
-
-        async def send() -> Any:
-            return await self._client.step(action.wire())
-
-        return self._observed(send, timeout_s + GRACE_SECONDS)
+        step = functools.partial(self._client.step, action.wire())
+        return _LOOP.submit(self._observed(step, timeout_s + GRACE_SECONDS))
 
     def close(self) -> None:
         """Close the connection (the server then tears down the session's episode); never raises."""
         close_sessions([self])
 
-    def _observed(
-        self, send: Callable[[], Awaitable[Any]], wait_s: float
-    ) -> concurrent.futures.Future[AgentEnvObservation]:
-        async def observe() -> AgentEnvObservation:
-            result = await self._within(send, wait_s)
-            observation: AgentEnvObservation = AgentEnvObservation.model_validate(
-                {**result.observation, "reward": result.reward, "done": result.done}
-            )
-            return observation
-
-        return _LOOP.submit(observe)
+    async def _observed(self, send: Callable[[], Awaitable[Any]], wait_s: float) -> AgentEnvObservation:
+        result = await self._within(send, wait_s)
+        observation: AgentEnvObservation = AgentEnvObservation.model_validate(
+            {**result.observation, "reward": result.reward, "done": result.done}
+        )
+        return observation
 
     def _run(self, send: Callable[[], Awaitable[_T]], wait_s: float) -> concurrent.futures.Future[_T]:
-        return _LOOP.submit(lambda: self._within(send, wait_s))
+        return _LOOP.submit(self._within(send, wait_s))
 
     async def _within(self, send: Callable[[], Awaitable[_T]], wait_s: float) -> _T:
+        """What `send()`, called on the loop, answers within `wait_s`."""
         if self.lost:
             raise SessionLostError("the session was lost before this call")
-        deadline = asyncio.timeout(wait_s)  # in this task: wait_for would start one more per message
+        deadline = Deadline(wait_s)  # in this task: wait_for would start one more per message
         try:
             async with deadline:
                 return await send()
@@ -208,4 +196,4 @@ def close_sessions(sessions: Sequence[SessionClient]) -> None:
         await asyncio.gather(*(session._client.close() for session in sessions), return_exceptions=True)
 
     with contextlib.suppress(Exception):
-        _LOOP.submit(close_all).result(_CLOSE_WAIT_S)
+        _LOOP.submit(close_all()).result(_CLOSE_WAIT_S)

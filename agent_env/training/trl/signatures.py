@@ -172,11 +172,18 @@ def python_type(schema: Mapping[str, Any], where: str) -> Any:
 
 
 def bind_arguments(signature: ToolSignature) -> Callable[..., dict[str, Any]]:
-    """A checker of a call's keyword arguments, raising TypeError as a real function would."""
+    """A checker of a call's keyword arguments, raising TypeError as a real function would.
+
+    A call that names only known parameters and every required one is taken as it is; any other is
+    bound to the full signature, which raises the very TypeError Python would.
+    """
     full = signature.signature
+    known = frozenset(parameter.name for parameter in signature.parameters)
+    required = frozenset(p.name for p in signature.parameters if p.default is inspect.Parameter.empty)
 
     def bind(receiver: object, /, **arguments: Any) -> dict[str, Any]:
-        full.bind(receiver, **arguments)
+        if not (required <= arguments.keys() <= known):
+            full.bind(receiver, **arguments)
         return arguments
 
     return bind

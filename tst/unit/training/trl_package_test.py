@@ -26,6 +26,7 @@ else:
 
 SHARED_WITH_THE_SERVER = {
     "agent_env",
+    "agent_env._deadlines",
     "agent_env._lazy",
     "agent_env._private",
     "agent_env._private.openenv_client",
@@ -39,7 +40,8 @@ SHARED_WITH_THE_SERVER = {
     "agent_env.openenv.wire",
 }
 """agent_env's modules the trainer's side may load besides its own: the wire contract (its error codes
-and the name rules included), the package inits above it, and the fences of what it relies on."""
+and the name rules included), the package inits above it, the fences of what it relies on, and
+the deadlines both sides keep."""
 
 
 def python(code: str) -> str:
