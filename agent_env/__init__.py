@@ -38,6 +38,7 @@ if _typing.TYPE_CHECKING:
         TornDown,
         TurnEnded,
     )
+    from agent_env.recording import Redaction, TrajectoryRecorder, read_trajectories
     from agent_env.replay import PlayResult, Script, ScriptedCall, ScriptedTurn, load_solutions, play
     from agent_env.sandbox import (
         CommandResult,
@@ -54,6 +55,16 @@ if _typing.TYPE_CHECKING:
     from agent_env.task import Agent, Task
     from agent_env.tools import Tool, tool
     from agent_env.toolset import BASH_TOOL, Toolset, toolset_name
+    from agent_env.trajectory import (
+        OutcomeRecord,
+        TaskRef,
+        Timings,
+        ToolCallRecord,
+        Trajectory,
+        TurnRecord,
+        VerifierRecord,
+        trajectory_of,
+    )
     from agent_env.verifiers import VerifierContext
 else:
     _lazy_exports(
@@ -83,6 +94,7 @@ else:
                 "TornDown",
                 "TurnEnded",
             ],
+            "agent_env.recording": ["Redaction", "TrajectoryRecorder", "read_trajectories"],
             "agent_env.replay": [
                 "PlayResult",
                 "Script",
@@ -106,6 +118,16 @@ else:
             "agent_env.task": ["Agent", "Task"],
             "agent_env.tools": ["Tool", "tool"],
             "agent_env.toolset": ["BASH_TOOL", "Toolset", "toolset_name"],
+            "agent_env.trajectory": [
+                "OutcomeRecord",
+                "TaskRef",
+                "Timings",
+                "ToolCallRecord",
+                "Trajectory",
+                "TurnRecord",
+                "VerifierRecord",
+                "trajectory_of",
+            ],
             "agent_env.verifiers": ["VerifierContext"],
         },
     )
@@ -131,8 +153,10 @@ __all__ = [
     "Listener",
     "LocalSandboxProvider",
     "Outcome",
+    "OutcomeRecord",
     "PlayResult",
     "Problem",
+    "Redaction",
     "Sandbox",
     "SandboxConfig",
     "SandboxProvider",
@@ -144,24 +168,33 @@ __all__ = [
     "Served",
     "ServedTask",
     "Task",
+    "TaskRef",
     "TaskSpec",
+    "Timings",
     "Tool",
     "ToolAnswered",
+    "ToolCallRecord",
     "ToolCalled",
     "ToolDefinitionError",
     "Toolset",
     "ToolsetSpec",
     "TornDown",
+    "Trajectory",
+    "TrajectoryRecorder",
     "TurnEnd",
     "TurnEnded",
+    "TurnRecord",
     "VerifierContext",
+    "VerifierRecord",
     "__version__",
     "build_sandbox_image",
     "load_bundle",
     "load_solutions",
     "play",
+    "read_trajectories",
     "sandbox_provider",
     "serve_bundle",
     "tool",
     "toolset_name",
+    "trajectory_of",
 ]

@@ -250,7 +250,7 @@ class Episode:
         )
 
     async def _release(self) -> None:
-        closing_from = self.state
+        closing_from, started = self.state, time.monotonic()
         self.state = EpisodeState.TEARING_DOWN
         self._ended(Outcome("abandoned"))
         if self._env_making is not None:
@@ -265,7 +265,7 @@ class Episode:
         if sandbox is not None:
             await self._bounded(sandbox.teardown(), "tearing down the sandbox")
         self.state = EpisodeState.TORN_DOWN
-        self._emit(TornDown(outcome=str(self.outcome)))
+        self._emit(TornDown(outcome=str(self.outcome), seconds=time.monotonic() - started))
         log.debug("episode of task '%s' torn down (was %s)", self.task.id, closing_from.value)
 
     async def _bounded(self, step: Awaitable[None], what: str) -> None:

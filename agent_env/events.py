@@ -98,6 +98,8 @@ class TornDown(EpisodeEvent):
 
     kind: ClassVar[str] = "torn_down"
     outcome: str
+    seconds: float = 0.0
+    """How long the teardown took."""
 
 
 Listener = Callable[[EpisodeEvent], None]

@@ -1,0 +1,195 @@
+"""Writing trajectories to a folder, one JSON line each, without ever holding up an episode.
+
+`TrajectoryRecorder.record` only puts the trajectory on a bounded queue; a daemon thread of the
+recorder's own redacts it, writes it as one line and flushes it. Files are named
+`trajectories-<time>-<pid>-<n>.jsonl` and roll once they reach `max_mb`. A disk that is slow only
+lengthens the queue; one that fails (full, gone, read-only) or a queue that is full drops that
+trajectory, logged, and the next one is tried afresh: recording never stops a server.
+`read_trajectories` reads a folder (or file) back, skipping lines that are not trajectories.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from agent_env.trajectory import Trajectory
+
+log = logging.getLogger("agent_env.recording")
+
+DEFAULT_MAX_MB = 100.0
+REDACTED = "[redacted]"
+_QUEUE_SIZE = 10_000
+_CLOSE_WAIT_S = 10.0
+_STOP = object()
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """What never reaches a trajectory file: the values of arguments and JSON keys by these names,
+    and these literal strings (a token, a secret environment variable's value) wherever they appear."""
+
+    keys: frozenset[str] = frozenset()
+    values: tuple[str, ...] = ()
+
+    @classmethod
+    def of(
+        cls, *, keys: Iterable[str] = (), env: Iterable[str] = (), values: Iterable[str] = ()
+    ) -> Redaction:
+        """`env` names environment variables whose values are secret (unset ones are skipped)."""
+        secrets = [*values, *(os.environ.get(name, "") for name in env)]
+        return cls(frozenset(keys), tuple(sorted({s for s in secrets if s}, key=len, reverse=True)))
+
+    def apply(self, data: Any) -> Any:
+        """`data` (JSON-ready) with every secret replaced by `REDACTED`."""
+        if not self.keys and not self.values:
+            return data
+        return self._walk(data)
+
+    def _walk(self, node: Any) -> Any:
+        if isinstance(node, str):
+            for value in self.values:
+                node = node.replace(value, REDACTED)
+            return node
+        if isinstance(node, list):
+            return [self._walk(item) for item in node]
+        if isinstance(node, Mapping):
+            return {key: REDACTED if key in self.keys else self._walk(value) for key, value in node.items()}
+        return node
+
+
+class TrajectoryRecorder:
+    """Writes each trajectory given to `record` to `folder`, on a thread of its own."""
+
+    def __init__(
+        self, folder: str | Path, *, max_mb: float = DEFAULT_MAX_MB, redaction: Redaction = Redaction()
+    ) -> None:
+        if max_mb <= 0:
+            raise ValueError(f"max_mb must be > 0, got {max_mb!r}")
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.max_bytes = int(max_mb * 1024 * 1024)
+        self.redaction = redaction
+        self.written = 0
+        self.dropped = 0
+        self._queue: queue.Queue[object] = queue.Queue(_QUEUE_SIZE)
+        self._file: IO[str] | None = None
+        self._file_bytes = 0
+        self._files = 0
+        self._closed = False
+        self._thread = threading.Thread(target=self._write_all, name="agent-env-recorder", daemon=True)
+        self._thread.start()
+
+    @property
+    def files(self) -> list[Path]:
+        """The files written so far, oldest first."""
+        return sorted(self.folder.glob("trajectories-*.jsonl"))
+
+    def record(self, trajectory: Trajectory) -> None:
+        """Queue `trajectory` to be written; never blocks (a full queue drops it, logged)."""
+        if self._closed:
+            return
+        try:
+            self._queue.put_nowait(trajectory)
+        except queue.Full:
+            self._dropped("the recorder's queue is full (the disk is slower than the episodes)")
+
+    def flush(self, timeout_s: float = _CLOSE_WAIT_S) -> bool:
+        """Wait until everything queued so far is written (or dropped); whether it was, in time."""
+        deadline = time.monotonic() + timeout_s
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return not self._queue.unfinished_tasks
+
+    def close(self) -> None:
+        """Write what is queued (waiting at most `_CLOSE_WAIT_S`), then close the file."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._queue.put(_STOP, timeout=_CLOSE_WAIT_S)
+        except queue.Full:
+            unwritten = self._queue.qsize()
+            log.error("the recorder could not stop in time: %d trajectories are not written", unwritten)
+            return
+        self._thread.join(_CLOSE_WAIT_S)
+
+    def _write_all(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is _STOP:
+                    self._close_file()
+                    return
+                assert isinstance(item, Trajectory)
+                self._write(item)
+            finally:
+                self._queue.task_done()
+
+    def _write(self, trajectory: Trajectory) -> None:
+        try:
+            line = json.dumps(self.redaction.apply(trajectory.model_dump(mode="json")), ensure_ascii=False)
+        except Exception as exc:  # a value JSON cannot hold: that trajectory alone is lost
+            self._dropped(f"it could not be written as JSON: {type(exc).__name__}: {exc}")
+            return
+        size = len(line.encode()) + 1
+        try:
+            file = self._current(size)
+            file.write(line + "\n")
+            file.flush()
+        except OSError as exc:
+            self._close_file()
+            self._dropped(f"writing to {self.folder} failed: {exc}")
+            return
+        self._file_bytes += size
+        self.written += 1
+
+    def _current(self, size: int) -> IO[str]:
+        if self._file is not None and self._file_bytes + size > self.max_bytes and self._file_bytes > 0:
+            self._close_file()
+        if self._file is None:
+            self._files += 1
+            stamp = time.strftime("%Y%m%dT%H%M%S")
+            path = self.folder / f"trajectories-{stamp}-{os.getpid()}-{self._files:04d}.jsonl"
+            self._file = path.open("a", encoding="utf-8")
+            self._file_bytes = path.stat().st_size
+        return self._file
+
+    def _close_file(self) -> None:
+        file, self._file = self._file, None
+        if file is not None:
+            try:
+                file.close()
+            except OSError:
+                log.warning("closing a trajectory file in %s failed", self.folder, exc_info=True)
+
+    def _dropped(self, why: str) -> None:
+        self.dropped += 1
+        if self.dropped == 1 or self.dropped % 1000 == 0:
+            log.error("a trajectory was not recorded (%d so far): %s", self.dropped, why)
+
+
+def read_trajectories(where: str | Path) -> Iterator[Trajectory]:
+    """Every trajectory in a file, or in a folder's `*.jsonl` files (oldest name first); a line that is
+    not a trajectory of this schema is skipped, logged with its file and line."""
+    path = Path(where)
+    files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    for file in files:
+        with file.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield Trajectory.model_validate_json(line)
+                except ValidationError as exc:
+                    log.warning("%s:%d is not a trajectory: %s", file, number, str(exc).splitlines()[0])

@@ -1,0 +1,182 @@
+"""What one episode did, as a record: the schema of `--record` and of `agent-env eval --out`.
+
+A trajectory is one JSON line: the task, each turn's prompt, tool calls (with their arguments, result
+or error, and time) and reply, each verifier's score, the score, how the episode ended and how long
+its phases took. The server writes it from the episode's own events (`trajectory_of`); eval writes
+the same model from what its client saw. The schema is versioned (`SCHEMA_VERSION`); its JSON Schema
+is `docs/trajectory.schema.json`, which a test keeps equal to `Trajectory.model_json_schema()`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_env.events import Deployed, Scored, ToolAnswered, ToolCalled, TornDown, TurnEnded
+
+if TYPE_CHECKING:
+    from agent_env.episode import Episode
+
+SCHEMA_VERSION: Literal[1] = 1
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TaskRef(_Record):
+    """Which task was played."""
+
+    split: str
+    index: int
+    id: str
+    toolset: str
+
+
+class ToolCallRecord(_Record):
+    """One tool call: what was asked, and what came back (a result, or the error the agent saw)."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    result: str | None = None
+    error_code: str | None = None
+    error: str | None = None
+    seconds: float | None = Field(default=None, description="How long the call took, when known.")
+
+
+class TurnRecord(_Record):
+    """One turn: the user's message that opened it, the calls made in it, the reply that ended it."""
+
+    turn: int = Field(ge=1)
+    prompt: str
+    calls: list[ToolCallRecord] = Field(default_factory=list)
+    reply: str | None = Field(default=None, description="Null if the episode ended within the turn.")
+    invalid_tool_calls: int = Field(
+        default=0,
+        ge=0,
+        description="Eval: replies meant as tool calls that did not parse (they ended the turn).",
+    )
+
+
+class VerifierRecord(_Record):
+    """One verifier's score, with its type and its weight in the task's score."""
+
+    type: str
+    weight: float
+    score: float
+
+
+class OutcomeRecord(_Record):
+    """How the episode ended: scored, failed (with its error code), abandoned unfinished, or, in eval
+    only, an error of the model's side (its endpoint failed past its retries): never scored 0."""
+
+    kind: Literal["scored", "failed", "abandoned", "error"]
+    code: str | None = None
+    reason: str = ""
+
+
+class Timings(_Record):
+    """Seconds each phase took; null when the episode did not reach it."""
+
+    deploy_s: float | None = None
+    verify_s: float | None = None
+    teardown_s: float | None = None
+    total_s: float | None = None
+
+
+class Trajectory(_Record):
+    """One episode, as `--record` and `agent-env eval` write it (one JSON line each)."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    recorded_by: Literal["server", "eval"]
+    client: str | None = Field(default=None, description="The label the client sent with its reset, if any.")
+    model: str | None = Field(default=None, description="Eval: the model that played.")
+    task: TaskRef
+    system_prompt: str | None = None
+    started_at: float | None = Field(default=None, description="Seconds since the epoch.")
+    ended_at: float | None = None
+    turns: list[TurnRecord] = Field(default_factory=list)
+    verifiers: list[VerifierRecord] = Field(default_factory=list)
+    score: float | None = None
+    outcome: OutcomeRecord
+    timings: Timings = Field(default_factory=Timings)
+
+    @property
+    def tool_calls(self) -> int:
+        return sum(len(turn.calls) for turn in self.turns)
+
+    @property
+    def tool_failures(self) -> int:
+        return sum(1 for turn in self.turns for call in turn.calls if call.error_code is not None)
+
+
+def trajectory_of(episode: Episode, *, client: str | None = None) -> Trajectory:
+    """The trajectory of an episode, from its events; complete once it is torn down."""
+    task = episode.task
+    turns: list[TurnRecord] = []
+    deploy_s = verify_s = teardown_s = None
+    verifiers: list[VerifierRecord] = []
+    last_reply_at: float | None = None
+    pending: dict[int, ToolCallRecord] = {}
+    for event in episode.events:
+        if isinstance(event, Deployed):
+            deploy_s = event.seconds
+            turns.append(TurnRecord(turn=1, prompt=task.turns[0]))
+        elif isinstance(event, ToolCalled):
+            record = ToolCallRecord(tool=event.tool, arguments=dict(event.arguments))
+            _turn(turns, event.turn, task.turns).calls.append(record)
+            pending[event.turn] = record
+        elif isinstance(event, ToolAnswered):
+            answered = pending.pop(event.turn, None)
+            if answered is not None:
+                answered.result, answered.seconds = event.result, event.seconds
+                answered.error_code, answered.error = event.error_code, event.error
+        elif isinstance(event, TurnEnded):
+            _turn(turns, event.turn, task.turns).reply = event.reply
+            if event.prompt is not None:
+                turns.append(TurnRecord(turn=event.turn + 1, prompt=event.prompt))
+            last_reply_at = event.at
+        elif isinstance(event, Scored):
+            if last_reply_at is not None:
+                verify_s = event.at - last_reply_at
+            verifiers = [
+                VerifierRecord(type=verifier.spec.type, weight=verifier.spec.weight, score=score)
+                for verifier, score in zip(task.verifiers, event.verifier_scores, strict=False)
+            ]
+        elif isinstance(event, TornDown):
+            teardown_s = event.seconds
+    outcome = episode.outcome
+    ended_at = episode.events[-1].at if episode.events else None
+    started_at = episode.started_at
+    return Trajectory(
+        recorded_by="server",
+        client=client,
+        task=TaskRef(split=task.split, index=task.index, id=task.id, toolset=task.toolset.name),
+        system_prompt=task.agent.system_prompt or None,
+        started_at=started_at,
+        ended_at=ended_at,
+        turns=turns,
+        verifiers=verifiers,
+        score=outcome.score if outcome is not None and outcome.kind == "scored" else None,
+        outcome=OutcomeRecord(
+            kind=outcome.kind if outcome is not None else "abandoned",
+            code=outcome.code if outcome is not None else None,
+            reason=outcome.reason if outcome is not None else "",
+        ),
+        timings=Timings(
+            deploy_s=deploy_s,
+            verify_s=verify_s,
+            teardown_s=teardown_s,
+            total_s=ended_at - started_at if ended_at is not None and started_at is not None else None,
+        ),
+    )
+
+
+def _turn(turns: list[TurnRecord], number: int, prompts: tuple[str, ...]) -> TurnRecord:
+    """The record of turn `number`, made if the events have not opened it (they always do)."""
+    if not turns or turns[-1].turn != number:
+        turns.append(TurnRecord(turn=number, prompt=prompts[number - 1] if number <= len(prompts) else ""))
+    return turns[-1]

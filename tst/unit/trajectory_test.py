@@ -1,0 +1,110 @@
+"""A trajectory is what an episode did, read from its events: turns, calls, replies, scores, times."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from agent_env import Episode, EpisodeError, Trajectory, trajectory_of
+from agent_env.testing import FakeTask
+from tst.support.tools import add_crate
+
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "trajectory.schema.json"
+
+
+def _played(task: FakeTask, *steps: tuple[str, ...]) -> Episode:
+    episode = task.new_episode()
+
+    async def play() -> None:
+        await episode.deploy()
+        for step in steps:
+            if step[0] == "call":
+                try:
+                    await episode.call_tool(step[1], json.loads(step[2]))
+                except EpisodeError:
+                    pass
+            else:
+                await episode.end_turn(step[1])
+        await episode.teardown()
+
+    asyncio.run(play())
+    return episode
+
+
+def test_a_scored_episode_s_trajectory_has_every_turn_call_reply_verifier_score_and_time() -> None:
+    task = FakeTask("two-turns", tools=[add_crate], turns=("Store C1.", "Now C2."), system_prompt="Be brief.")
+    episode = _played(
+        task,
+        ("call", "add_crate", '{"crate": "C1", "bay": 2}'),
+        ("call", "no_such_tool", "{}"),
+        ("end", "Stored C1."),
+        ("call", "add_crate", '{"crate": "C2", "bay": 3}'),
+        ("end", "Stored C2."),
+    )
+
+    trajectory = trajectory_of(episode, client="run-7")
+
+    assert trajectory.recorded_by == "server" and trajectory.client == "run-7"
+    assert (trajectory.task.split, trajectory.task.index, trajectory.task.id) == ("train", 0, "two-turns")
+    assert trajectory.system_prompt == "Be brief."
+    assert [(t.turn, t.prompt, t.reply) for t in trajectory.turns] == [
+        (1, "Store C1.", "Stored C1."),
+        (2, "Now C2.", "Stored C2."),
+    ]
+    first, unknown = trajectory.turns[0].calls
+    assert (first.tool, first.arguments, first.error_code) == ("add_crate", {"crate": "C1", "bay": 2}, None)
+    assert first.result is not None and first.seconds is not None
+    assert (unknown.tool, unknown.error_code, unknown.result) == ("no_such_tool", "UNKNOWN_TOOL", None)
+    assert trajectory.tool_calls == 3 and trajectory.tool_failures == 1
+    assert trajectory.score == 1.0 and trajectory.outcome.kind == "scored"
+    assert [(v.type, v.weight, v.score) for v in trajectory.verifiers] == [("function", 1.0, 1.0)]
+    timings = trajectory.timings
+    assert None not in (timings.deploy_s, timings.verify_s, timings.teardown_s, timings.total_s)
+
+
+def test_a_failed_episode_s_trajectory_says_how_it_failed_and_has_no_score() -> None:
+    task = FakeTask("broken", tools=[add_crate], deploy_error=RuntimeError("no dock today"))
+    episode = task.new_episode()
+
+    async def play() -> None:
+        with pytest.raises(EpisodeError):
+            await episode.deploy()
+        await episode.teardown()
+
+    asyncio.run(play())
+    trajectory = trajectory_of(episode)
+
+    assert trajectory.outcome.kind == "failed" and trajectory.outcome.code == "DEPLOY_FAILED"
+    assert "no dock today" in trajectory.outcome.reason
+    assert trajectory.score is None and trajectory.turns == [] and trajectory.timings.deploy_s is None
+
+
+def test_an_episode_given_up_mid_turn_is_abandoned_with_its_open_turn_and_no_reply() -> None:
+    episode = _played(FakeTask("left", tools=[add_crate]), ("call", "add_crate", '{"crate": "C1", "bay": 1}'))
+
+    trajectory = trajectory_of(episode)
+
+    assert trajectory.outcome.kind == "abandoned" and trajectory.score is None
+    assert [(t.turn, t.reply, len(t.calls)) for t in trajectory.turns] == [(1, None, 1)]
+
+
+def test_a_trajectory_is_one_json_line_that_reads_back_equal() -> None:
+    trajectory = trajectory_of(_played(FakeTask("once", tools=[add_crate]), ("end", "done")))
+
+    line = trajectory.model_dump_json()
+
+    assert "\n" not in line
+    assert Trajectory.model_validate_json(line) == trajectory
+    assert json.loads(line)["schema_version"] == 1
+
+
+def test_the_published_json_schema_is_the_trajectory_model_s() -> None:
+    published = json.loads(SCHEMA_FILE.read_text())
+
+    assert published == Trajectory.model_json_schema(), (
+        "docs/trajectory.schema.json is stale: regenerate it with "
+        "python -c \"import json, agent_env; print(json.dumps(agent_env.Trajectory.model_json_schema(), indent=2))\""
+    )
