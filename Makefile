@@ -19,7 +19,7 @@ TORCH_WHEELS ?= /opt/wheels
 # `make lock` resolves the newest releases that fit; `make lock UPGRADE=` keeps the locked ones that still do.
 UPGRADE ?= --upgrade
 
-.PHONY: install installed lock notices test unit integration dist-test reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
+.PHONY: install installed lock notices trajectory-schema test unit integration dist-test reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
 
 # The virtualenv is made only when PYTHON is its interpreter.
 OWN_VENV := $(filter $(VENV_PYTHON),$(PYTHON))
@@ -54,6 +54,10 @@ lock: installed
 # THIRD_PARTY_NOTICES.md from the installed packages, which must be the locked ones (make lock runs it).
 notices: installed
 	$(PYTHON) -m tools.notices --output THIRD_PARTY_NOTICES.md
+
+# docs/trajectory.schema.json, the published JSON Schema of a trajectory (a unit test keeps it current).
+trajectory-schema: installed
+	$(PYTHON) -c "import json, agent_env; print(json.dumps(agent_env.Trajectory.model_json_schema(), indent=2))" > docs/trajectory.schema.json
 
 # The unit tier, the integration tier (its tests skip, with their declared reason, without a Docker
 # engine), then the distribution tier (the wheel and sdist built, the wheel installed into a clean
