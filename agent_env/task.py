@@ -33,6 +33,17 @@ class AgentConfig(_Strict):
     system_prompt: str | None = None
 
 
+class RecordConfig(_Strict):
+    """`[record]` in `bundle.toml`: what a recorded trajectory must never hold."""
+
+    redact_keys: tuple[str, ...] = Field(
+        (), description="Tool arguments and JSON keys whose values are written as [redacted]."
+    )
+    redact_env: tuple[str, ...] = Field(
+        (), description="Environment variables whose values are written as [redacted] wherever they appear."
+    )
+
+
 class BundleConfig(_Strict):
     """`bundle.toml`."""
 
@@ -40,6 +51,7 @@ class BundleConfig(_Strict):
     description: str = ""
     agents: dict[str, AgentConfig] = Field(min_length=1)
     sandbox: SandboxConfig = SandboxConfig()
+    record: RecordConfig = RecordConfig()
 
 
 class FileSource(_Strict):

@@ -15,6 +15,7 @@ from agent_env.cli.play import play_in_terminal
 from agent_env.cli.table import table
 from agent_env.episode import Episode
 from agent_env.errors import BundleError, SandboxUnavailableError
+from agent_env.recording import DEFAULT_MAX_MB
 from agent_env.replay import load_solutions, play
 from agent_env.sandbox.config import DEFAULT_IMAGE
 from agent_env.sandbox.docker_image import ImageBuildError
@@ -84,6 +85,17 @@ def _parser() -> argparse.ArgumentParser:
         "--token",
         help="require this bearer token on every route and the WebSocket (default: $AGENTENV_TOKEN, if set)",
     )
+    serve.add_argument(
+        "--record",
+        metavar="DIR",
+        help="write each episode's trajectory to DIR as a JSON line once it is torn down",
+    )
+    serve.add_argument(
+        "--record-max-mb",
+        type=float,
+        default=DEFAULT_MAX_MB,
+        help=f"start a new trajectory file once one reaches this size (default: {DEFAULT_MAX_MB:g})",
+    )
     serve.set_defaults(run=_serve)
 
     image = commands.add_parser(
@@ -148,6 +160,8 @@ def _serve(args: argparse.Namespace) -> int:
             max_concurrent_envs=args.max_concurrent_envs,
             sandbox=args.sandbox,
             token=args.token,
+            record=args.record,
+            record_max_mb=args.record_max_mb,
         )
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -37,7 +37,9 @@ from agent_env.openenv.disconnects import WatchDisconnects
 from agent_env.openenv.environment import AgentEnvEnvironment
 from agent_env.openenv.sessions import SessionServer, own_sessions_only
 from agent_env.openenv.tokens import resolve_token
+from agent_env.openenv.tracker import EpisodeTracker
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, AgentEnvState, SessionCounts
+from agent_env.recording import DEFAULT_MAX_MB, Redaction, TrajectoryRecorder
 from agent_env.sandbox.base import SandboxProvider
 from agent_env.served import Served, serve_bundle
 
@@ -104,20 +106,33 @@ def build_app(
     sandbox: str | SandboxProvider | None = None,
     env_name: str | None = None,
     token: str | None = None,
+    record: str | Path | None = None,
+    record_max_mb: float = DEFAULT_MAX_MB,
 ) -> FastAPI:
     """The app that serves `bundle` (a folder or a loaded `Bundle`) over OpenEnv.
 
     `sandbox` overrides the bundle's sandbox provider; `env_name` (default: the bundle's name) is the
     `{env_name}` of the Task API's routes. `token` (default: `AGENTENV_TOKEN`, if set) is then
-    required as `Authorization: Bearer <token>` on every route, the WebSocket included.
+    required as `Authorization: Bearer <token>` on every route, the WebSocket included. `record`
+    names a folder where each episode's trajectory is written once it is torn down, in files that
+    roll at `record_max_mb`; the token and what the bundle's `[record]` marks secret are redacted.
     """
     loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
+    recorder = None
+    if record is not None:
+        secrets = loaded.config.record
+        token_value = resolve_token(token)
+        redaction = Redaction.of(
+            keys=secrets.redact_keys, env=secrets.redact_env, values=[token_value] if token_value else []
+        )
+        recorder = TrajectoryRecorder(record, max_mb=record_max_mb, redaction=redaction)
     return build_served_app(
         serve_bundle(loaded, sandbox=sandbox),
         name=env_name or loaded.name,
         description=loaded.config.description,
         max_concurrent_envs=max_concurrent_envs,
         token=token,
+        recorder=recorder,
     )
 
 
@@ -128,13 +143,15 @@ def build_served_app(
     description: str = "",
     max_concurrent_envs: int | None = None,
     token: str | None = None,
+    recorder: TrajectoryRecorder | None = None,
 ) -> FastAPI:
     """The app that serves `served` (split -> tasks, as `serve_bundle` makes them) over OpenEnv.
 
     The seam under `build_app`, which passes it a bundle's served tasks: pass any others, such as
     `agent_env.testing.fake_served(...)`, to get exactly the server a bundle gets. `name` is the
     `{env_name}` of the Task API's routes (made safe for a URL path), `description` the app's;
-    `max_concurrent_envs` and `token` are as for `build_app`.
+    `max_concurrent_envs` and `token` are as for `build_app`; `recorder`, if given, gets every
+    episode's trajectory once it is torn down, and is closed when the server shuts down.
     """
     required_token = resolve_token(token)
     context = ServerContext(
@@ -142,6 +159,7 @@ def build_served_app(
         served,
         description,
         max_concurrent_envs=resolve_max_concurrent_envs(max_concurrent_envs),
+        tracker=EpisodeTracker(recorder),
     )
 
     @contextlib.asynccontextmanager

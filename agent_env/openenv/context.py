@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from agent_env._threads import run_in_own_thread
 from agent_env.errors import AgentEnvError, ErrorCode
 from agent_env.openenv.calls import ClientLink
 from agent_env.openenv.tracker import EpisodeTracker
@@ -48,10 +49,13 @@ class ServerContext:
         return ", ".join(f"{split} ({_count(len(tasks))})" for split, tasks in self.served.items())
 
     async def shut_down(self) -> None:
-        """Interrupt every call still running, then tear down every episode and wait for it."""
+        """Interrupt every call still running, tear down every episode and wait for it, then write the
+        last trajectories."""
         for link in list(self.links):
             link.lost(ErrorCode.SHUTTING_DOWN)
         await self.tracker.drain()
+        if self.tracker.recorder is not None:
+            await run_in_own_thread(self.tracker.recorder.close)
 
 
 def _count(tasks: int) -> str:

@@ -20,6 +20,7 @@ import uvicorn
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.openenv.app import build_app, resolve_max_concurrent_envs
 from agent_env.openenv.tokens import TOKEN_VARIABLE
+from agent_env.recording import DEFAULT_MAX_MB
 from agent_env.sandbox.base import SandboxProvider
 
 GRACEFUL_SHUTDOWN_S = 30
@@ -36,18 +37,28 @@ def serve(
     max_concurrent_envs: int | None = None,
     sandbox: str | SandboxProvider | None = None,
     token: str | None = None,
+    record: str | Path | None = None,
+    record_max_mb: float = DEFAULT_MAX_MB,
     out: TextIO = sys.stdout,
 ) -> None:
     """Serve `bundle` until SIGTERM or Ctrl-C; logs one line per episode.
 
-    `token` (default: `AGENTENV_TOKEN`, if set) is required on every route when there is one.
+    `token` (default: `AGENTENV_TOKEN`, if set) is required on every route when there is one;
+    `record` is a folder for every episode's trajectory (`build_app`'s).
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.setLevel(logging.INFO)
     loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
     capacity = resolve_max_concurrent_envs(max_concurrent_envs)
-    app = build_app(loaded, max_concurrent_envs=capacity, sandbox=sandbox, token=token)
+    app = build_app(
+        loaded,
+        max_concurrent_envs=capacity,
+        sandbox=sandbox,
+        token=token,
+        record=record,
+        record_max_mb=record_max_mb,
+    )
     name = app.state.agent_env.name
     listener = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
     bound = listener.getsockname()[1]
@@ -61,6 +72,8 @@ def serve(
         file=out,
         flush=True,
     )
+    if record is not None:
+        print(f"agent-env: recording trajectories to {Path(record).resolve()}", file=out, flush=True)
     if warning := exposure_warning(host, guarded=guarded):
         print(f"agent-env: warning: {warning}", file=out, flush=True)
     config = uvicorn.Config(

@@ -23,6 +23,7 @@ from agent_env.openenv.context import ServerContext, TaskLookupError
 from agent_env.openenv.wire import (
     DEADLINE_KEY,
     ENDING_CODES,
+    MAX_LABEL_LENGTH,
     AgentEnvAction,
     AgentEnvObservation,
     AgentEnvState,
@@ -44,6 +45,12 @@ class _ResetRequest(BaseModel):
     index: int
     timeout_s: Seconds | None = None
     episode_id: str | None = None
+    client: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_LABEL_LENGTH,
+        description="A label of the client's, which the episode's trajectory keeps.",
+    )
     seed: None = Field(default=None, description="refused: a task's own data seeds its episode")
 
     @field_validator("seed", mode="before")
@@ -145,7 +152,7 @@ class EpisodeSession:
         self, task: ServedTask, request: _ResetRequest, started: float, call: str
     ) -> AgentEnvObservation:
         episode = task.new_episode()
-        self._context.tracker.begin(episode)
+        self._context.tracker.begin(episode, client=request.client)
         self._episode, self._episode_id, self._steps = episode, request.episode_id, 0
         left = _left(request.timeout_s, started)
         deployed = await self._run(episode, episode.deploy(), left, call, stated_s=request.timeout_s)

@@ -2,7 +2,8 @@
 
 Sessions end their episodes here, so a teardown outlives the call (or the connection) that started
 it and nothing is lost: the session's next reset and its close wait for it, and the server's shutdown
-tears down whatever is left and waits for all of it. Each episode is logged once, when it is gone.
+tears down whatever is left and waits for all of it. Each episode is logged once, when it is gone,
+and, with a recorder, its trajectory recorded then (so it has its teardown's time).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import time
 
 from agent_env.episode import Episode
 from agent_env.events import ToolCalled, TurnEnded
+from agent_env.recording import TrajectoryRecorder
+from agent_env.trajectory import trajectory_of
 
 log = logging.getLogger("agent_env.openenv")
 
@@ -36,10 +39,14 @@ on each of its steps sooner (`RELEASE_TIMEOUT_S`)."""
 
 
 class EpisodeTracker:
-    """The server's live episodes and teardowns; used on the server's event loop only."""
+    """The server's live episodes and teardowns; used on the server's event loop only.
 
-    def __init__(self) -> None:
-        self._live: set[Episode] = set()
+    Each live episode maps to the label its client sent, which its trajectory carries.
+    """
+
+    def __init__(self, recorder: TrajectoryRecorder | None = None) -> None:
+        self.recorder = recorder
+        self._live: dict[Episode, str | None] = {}
         self._teardowns: dict[Episode, asyncio.Task[None]] = {}
         self.closing = False
 
@@ -52,8 +59,8 @@ class EpisodeTracker:
     def tearing_down(self) -> int:
         return len(self._teardowns)
 
-    def begin(self, episode: Episode) -> None:
-        self._live.add(episode)
+    def begin(self, episode: Episode, *, client: str | None = None) -> None:
+        self._live[episode] = client
 
     def teardown(self, episode: Episode, reason: str = "") -> asyncio.Future[None]:
         """Start the episode's teardown, once, abandoning it for `reason` unless it already ended;
@@ -92,7 +99,16 @@ class EpisodeTracker:
             # An Episode's teardown never raises; a subclass's might.
             log.exception("teardown of an episode of task '%s' raised", episode.task.id)
         finally:
-            self._live.discard(episode)
+            client = self._live.pop(episode, None)
             self._teardowns.pop(episode, None)
             if log.isEnabledFor(logging.INFO):
                 log.info("%s", describe(episode))
+            if self.recorder is not None:
+                self._record(episode, client)
+
+    def _record(self, episode: Episode, client: str | None) -> None:
+        assert self.recorder is not None
+        try:
+            self.recorder.record(trajectory_of(episode, client=client))
+        except Exception:  # a trajectory that cannot be made is lost, never the server
+            log.exception("the trajectory of an episode of task '%s' could not be made", episode.task.id)

@@ -25,6 +25,9 @@ from agent_env.errors import ErrorCode
 DEADLINE_KEY = "timeout_s"
 """The action metadata key that carries a step's deadline, in seconds."""
 
+MAX_LABEL_LENGTH = 200
+"""The longest client label a reset takes (its `client`), which the episode's trajectory keeps."""
+
 ERROR_CODES: dict[str, str] = {code.value: code.meaning for code in ErrorCode}
 """Every code an error observation can carry, with what it means (`agent_env.ErrorCode`'s)."""
 

@@ -5,8 +5,9 @@ bundle (a trivial `ping` tool; half the episodes with a bash sandbox, which runs
 Every session plays episodes back to back through OpenEnv's own client; at random one in
 `DROP_EVERY` episodes its client is dropped mid-episode (its socket closed) and a new one takes its
 place. What must hold: no error but the injected drops, every episode of a dropped client torn down,
-nothing left at the end (no episode, connection, sandbox folder or process), and the server's memory
-flat after warm-up (under 10 % growth). `AGENT_ENV_SOAK_S` sets the measured minutes' length.
+nothing left at the end (no episode, connection, sandbox folder or process), the server's memory
+flat after warm-up (under 10 % growth), and, as it records (`--record`), every scored episode
+recorded exactly once, each line whole. `AGENT_ENV_SOAK_S` sets the measured minutes' length.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_env import Trajectory, read_trajectories
 from agent_env.openenv import AgentEnvAction
 from tst.reliability._serve import agent_env_serve
 from tst.support.waiting import child_processes, until
@@ -51,6 +53,13 @@ class Served:
     process: subprocess.Popen[bytes]
     url: str
     sandboxes: Path
+    record: Path
+
+    def recorded(self) -> tuple[int, list[Trajectory]]:
+        """Every line written so far, and the trajectories among them."""
+        files = sorted(self.record.glob("*.jsonl"))
+        lines = [line for path in files for line in path.read_text().splitlines()]
+        return len(lines), list(read_trajectories(self.record))
 
     def rss_mib(self) -> float:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
@@ -65,11 +74,12 @@ class Served:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Served]:
-    sandboxes = tmp_path / "sandboxes"
+    sandboxes, record = tmp_path / "sandboxes", tmp_path / "trajectories"
     sandboxes.mkdir()
     bundle, log = ROOT / "bench" / "bundle", tmp_path / "serve.log"
-    with agent_env_serve(bundle, "--max-concurrent-envs", "512", log=log, tmpdir=sandboxes) as (process, url):
-        yield Served(process, url, sandboxes)
+    options = ("--max-concurrent-envs", "512", "--record", str(record))
+    with agent_env_serve(bundle, *options, log=log, tmpdir=sandboxes) as (process, url):
+        yield Served(process, url, sandboxes, record)
 
 
 async def session(url: str, index: int, stop_at: float, tally: Tally, chance: random.Random) -> None:
@@ -147,3 +157,9 @@ def test_256_sessions_playing_for_minutes_while_clients_drop_leak_nothing_and_ho
     )
     assert growth < MAX_GROWTH, f"server memory grew {growth:.1%} after warm-up: {tally.rss_mib}"
     assert served.process.poll() is None
+    assert until(lambda: sum(t.outcome.kind == "scored" for t in served.recorded()[1]) >= tally.episodes, 60)
+    lines, recorded = served.recorded()
+    scored = [t for t in recorded if t.outcome.kind == "scored"]
+    assert lines == len(recorded), "a recorded line is torn or not a trajectory"
+    assert len(scored) == tally.episodes and len({t.id for t in recorded}) == len(recorded)
+    assert len(recorded) >= tally.episodes + tally.drops

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from agent_env._private.threading_exit import at_exit
 from agent_env.names import TRAINER_METHODS
 from agent_env.openenv.tokens import resolve_token
+from agent_env.openenv.wire import MAX_LABEL_LENGTH
 from agent_env.specs import TaskSpec
 from agent_env.training.trl.classes import (
     ToolsetSettings,
@@ -55,7 +56,8 @@ class AgentEnv:
     serves no `split`, or it wants a bearer token it was not given: `token` (default:
     `AGENTENV_TOKEN`, if set) goes with every request and session. Deadlines, in seconds:
     `reset_timeout` bounds each reset (the deploy) and each end_turn (the last runs the verifiers),
-    `tool_timeout` each tool call unless `tool_timeouts` names the tool.
+    `tool_timeout` each tool call unless `tool_timeouts` names the tool. `label` (a run's name,
+    say) goes with every reset, and a server that records trajectories writes it into each.
     """
 
     def __init__(
@@ -68,7 +70,10 @@ class AgentEnv:
         tool_timeouts: Mapping[str, float] | None = None,
         connect_timeout: float = 10.0,
         token: str | None = None,
+        label: str | None = None,
     ) -> None:
+        if label is not None and not 0 < len(label) <= MAX_LABEL_LENGTH:
+            raise ValueError(f"label must be 1 to {MAX_LABEL_LENGTH} characters, got {label!r}")
         for name, seconds in [
             ("reset_timeout", reset_timeout),
             ("tool_timeout", tool_timeout),
@@ -82,6 +87,7 @@ class AgentEnv:
         self.tool_timeout = float(tool_timeout)
         self.tool_timeouts = {tool: float(s) for tool, s in (tool_timeouts or {}).items()}
         self.connect_timeout = float(connect_timeout)
+        self.label = label
         self._token = resolve_token(token)
         self._api = TaskAPI(url, token=self._token)
         self.url = self._api.url
@@ -101,16 +107,20 @@ class AgentEnv:
         max_concurrent_envs: int | None = None,
         sandbox: str | SandboxProvider | None = None,
         token: str | None = None,
+        record: str | Path | None = None,
         **options: Any,
     ) -> AgentEnv:
         """Serve `bundle` in this process on a free loopback port, and use it.
 
-        `max_concurrent_envs` defaults to `MAX_CONCURRENT_ENVS`, else 64. The server stops, after
-        tearing down every episode, at `close()` or when the process exits.
+        `max_concurrent_envs` defaults to `MAX_CONCURRENT_ENVS`, else 64; `record` is a folder for
+        every episode's trajectory (as `agent-env serve --record`). The server stops, after tearing
+        down every episode, at `close()` or when the process exits.
         """
         from agent_env.openenv import build_app
 
-        app = build_app(bundle, max_concurrent_envs=max_concurrent_envs, sandbox=sandbox, token=token)
+        app = build_app(
+            bundle, max_concurrent_envs=max_concurrent_envs, sandbox=sandbox, token=token, record=record
+        )
         return cls.serving(app, token=token, **options)
 
     @classmethod
@@ -215,6 +225,7 @@ class AgentEnv:
             ),
             connect_timeout_s=self.connect_timeout,
             token=self._token,
+            label=self.label,
         )
 
     def _tools_of(self, task: TaskSpec) -> Sequence[Mapping[str, Any]]:

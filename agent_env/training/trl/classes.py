@@ -45,6 +45,8 @@ class ToolsetSettings:
     connect_timeout_s: float = 10.0
     token: str | None = field(default=None, repr=False)
     """The server's bearer token, if it wants one; kept out of reprs, so out of logs."""
+    label: str | None = None
+    """Sent with each reset: the server's recorded trajectories carry it (`AgentEnv(label=...)`)."""
 
     def signatures(self) -> list[ToolSignature]:
         signatures = []
@@ -74,6 +76,7 @@ class ToolsetEnvironment(metaclass=_EnvironmentClass):
             settings.deadlines,
             connect_timeout_s=settings.connect_timeout_s,
             token=settings.token,
+            label=settings.label,
         )
         _track(settings.key, self)
 

@@ -54,9 +54,16 @@ class Rollouts:
     """The episodes one environment instance plays, one at a time, on one session it keeps open."""
 
     def __init__(
-        self, url: str, deadlines: Deadlines, *, connect_timeout_s: float, token: str | None = None
+        self,
+        url: str,
+        deadlines: Deadlines,
+        *,
+        connect_timeout_s: float,
+        token: str | None = None,
+        label: str | None = None,
     ) -> None:
         self._url = url
+        self._label = label
         self._deadlines = deadlines
         self._connect_timeout_s = connect_timeout_s
         self._token = token
@@ -77,7 +84,7 @@ class Rollouts:
                 _settle(self._episode.deploy)
             self._episode = None
             session = self._open_session()
-            deploy = session.reset(split, index, timeout_s=self._deadlines.reset_timeout)
+            deploy = session.reset(split, index, timeout_s=self._deadlines.reset_timeout, label=self._label)
             self._episode = _Episode(split, index, prompt, deploy)
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> str:

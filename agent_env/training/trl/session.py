@@ -113,10 +113,14 @@ class SessionClient:
             ) from None
 
     def reset(
-        self, split: str, index: int, *, timeout_s: float
+        self, split: str, index: int, *, timeout_s: float, label: str | None = None
     ) -> concurrent.futures.Future[AgentEnvObservation]:
-        """Start an episode; the future holds the server's answer (or a `SessionLostError`)."""
-        reset = functools.partial(self._client.reset, split=split, index=index, timeout_s=timeout_s)
+        """Start an episode (its trajectory labelled `label`, if given); the future holds the server's
+        answer (or a `SessionLostError`)."""
+        labelled = {} if label is None else {"client": label}
+        reset = functools.partial(
+            self._client.reset, split=split, index=index, timeout_s=timeout_s, **labelled
+        )
         return _LOOP.submit(self._observed(reset, timeout_s + GRACE_SECONDS))
 
     def step(

@@ -1,0 +1,87 @@
+"""A recording server writes each episode's trajectory once, when it is torn down, with its client's label.
+
+Played the way a trainer plays: `AgentEnv` and its factory's instances against a real server on
+loopback; the trajectories are then read back from the folder as a user would.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent_env import TrajectoryRecorder, read_trajectories
+from agent_env.openenv import build_app, build_served_app
+from agent_env.testing import FakeTask, fake_served
+from agent_env.training.trl import AgentEnv
+from tst.support.harbor import HARBOR, SINGLE_TURN_TASK
+from tst.support.tools import add_crate
+from tst.unit._bundles import TOML, make_bundle
+
+
+def _play(env: AgentEnv, index: int, *calls: dict[str, object]) -> float | None:
+    row = dict(env.dataset[index])
+    instance = env.factory[row.pop("environment")]() if isinstance(env.factory, dict) else env.factory()
+    instance.reset(**row)
+    for arguments in calls:
+        instance.add_crate(**arguments)
+    instance.end_turn("Done.")
+    reward: float | None = instance.get_reward()
+    return reward
+
+
+def test_every_episode_a_trainer_plays_is_recorded_once_with_its_calls_and_its_label(tmp_path: Path) -> None:
+    tasks = [FakeTask("store", tools=[add_crate]), FakeTask("store-again", tools=[add_crate], score=0.0)]
+    app = build_served_app(fake_served({"train": tasks}), recorder=TrajectoryRecorder(tmp_path))
+
+    with AgentEnv.serving(app, label="run-7") as env:
+        rewards = [_play(env, 0, {"crate": "C1", "bay": 2}), _play(env, 1), _play(env, 0)]
+
+    recorded = sorted(read_trajectories(tmp_path), key=lambda t: t.started_at or 0)
+    assert rewards == [1.0, 0.0, 1.0]
+    assert [(t.task.id, t.score, t.outcome.kind, t.client) for t in recorded] == [
+        ("store", 1.0, "scored", "run-7"),
+        ("store-again", 0.0, "scored", "run-7"),
+        ("store", 1.0, "scored", "run-7"),
+    ]
+    first = recorded[0]
+    assert [(c.tool, c.arguments) for c in first.turns[0].calls] == [("add_crate", {"crate": "C1", "bay": 2})]
+    assert first.turns[0].reply == "Done." and first.timings.teardown_s is not None
+
+
+def test_a_bundle_served_with_record_redacts_its_secret_keys_and_the_token(tmp_path: Path) -> None:
+    bundle = make_bundle(tmp_path / "bundle", toml=TOML + '\n[record]\nredact_keys = ["title"]\n')
+    folder = tmp_path / "trajectories"
+    app = build_app(bundle, record=folder, token="tok-9f3e1c")
+
+    with AgentEnv.serving(app, token="tok-9f3e1c") as env:
+        row = dict(env.dataset[0])
+        instance = env.factory()
+        instance.reset(**row)
+        instance.put_book(title="Dune")
+        instance.end_turn("Shelved Dune; the token was tok-9f3e1c.")
+        assert instance.get_reward() == 1.0
+
+    (trajectory,) = read_trajectories(folder)
+    assert trajectory.turns[0].calls[0].arguments == {"title": "[redacted]"}
+    assert trajectory.turns[0].reply == "Shelved Dune; the token was [redacted]."
+    assert "tok-9f3e1c" not in "".join(p.read_text() for p in folder.iterdir())
+
+
+def test_a_reset_s_client_label_must_be_a_short_string(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="label must be 1 to 200 characters"):
+        AgentEnv("http://127.0.0.1:9", label="x" * 201)
+
+
+def test_agent_env_local_with_record_writes_the_example_bundle_s_episodes(tmp_path: Path) -> None:
+    with AgentEnv.local(HARBOR, record=tmp_path) as env:
+        row = dict(env.dataset[SINGLE_TURN_TASK])
+        instance = env.factory[row.pop("environment")]()
+        instance.reset(**row)
+        instance.end_turn("I did nothing.")
+        assert instance.get_reward() == 0.0
+
+    lines = [line for path in sorted(tmp_path.iterdir()) for line in path.read_text().splitlines()]
+    assert len(lines) == 1
+    assert json.loads(lines[0])["task"]["id"] == "store-crate-000"

@@ -1,0 +1,132 @@
+"""`TrajectoryRecorder`: one JSON line per trajectory, written off the caller's thread, never blocking it."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_env import recording
+from agent_env.recording import REDACTED, Redaction, TrajectoryRecorder, read_trajectories
+from agent_env.trajectory import OutcomeRecord, TaskRef, ToolCallRecord, Trajectory, TurnRecord
+
+
+def a_trajectory(index: int = 0, *, result: str = "stored") -> Trajectory:
+    arguments = {"crate": f"C{index}", "password": "hunter2"}
+    call = ToolCallRecord(tool="add_crate", arguments=arguments, result=result)
+    return Trajectory(
+        recorded_by="server",
+        task=TaskRef(split="train", index=index, id=f"task-{index}", toolset="dock"),
+        turns=[TurnRecord(turn=1, prompt="Store a crate.", calls=[call], reply="Done.")],
+        score=1.0,
+        outcome=OutcomeRecord(kind="scored"),
+    )
+
+
+def test_each_trajectory_is_one_line_read_back_in_order(tmp_path: Path) -> None:
+    recorder = TrajectoryRecorder(tmp_path)
+    for index in range(5):
+        recorder.record(a_trajectory(index))
+    recorder.close()
+
+    assert [t.task.index for t in read_trajectories(tmp_path)] == [0, 1, 2, 3, 4]
+    assert recorder.written == 5 and recorder.dropped == 0
+    assert len(recorder.files) == 1
+
+
+def test_files_roll_once_they_reach_their_size(tmp_path: Path) -> None:
+    line_bytes = len(a_trajectory().model_dump_json()) + 1
+    recorder = TrajectoryRecorder(tmp_path, max_mb=(line_bytes * 2.5) / (1024 * 1024))
+    for index in range(6):
+        recorder.record(a_trajectory(index))
+    recorder.close()
+
+    assert [len(path.read_text().splitlines()) for path in recorder.files] == [2, 2, 2]
+    assert [t.task.index for t in read_trajectories(tmp_path)] == list(range(6))
+
+
+def test_secret_keys_and_values_are_redacted_wherever_they_are(tmp_path: Path) -> None:
+    redaction = Redaction.of(keys=["password"], values=["s3cr3t-token"])
+    recorder = TrajectoryRecorder(tmp_path, redaction=redaction)
+    recorder.record(a_trajectory(result="the token is s3cr3t-token"))
+    recorder.close()
+
+    (trajectory,) = read_trajectories(tmp_path)
+    call = trajectory.turns[0].calls[0]
+    assert call.arguments == {"crate": "C0", "password": REDACTED}
+    assert call.result == f"the token is {REDACTED}"
+    assert "hunter2" not in recorder.files[0].read_text()
+
+
+def test_a_secret_environment_variable_s_value_is_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HARBOR_KEY", "k-7731")
+    recorder = TrajectoryRecorder(tmp_path, redaction=Redaction.of(env=["HARBOR_KEY", "UNSET_VARIABLE"]))
+    recorder.record(a_trajectory(result="key k-7731 used"))
+    recorder.close()
+
+    assert next(read_trajectories(tmp_path)).turns[0].calls[0].result == f"key {REDACTED} used"
+
+
+def test_a_full_disk_drops_that_trajectory_logged_and_the_next_is_written_to_a_new_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    recorder = TrajectoryRecorder(tmp_path)
+    recorder.record(a_trajectory(0))
+    assert recorder.flush()
+    opened = recorder._current
+    monkeypatch.setattr(recorder, "_current", lambda size: open("/dev/full", "a"))  # noqa: SIM115 - ENOSPC
+    with caplog.at_level(logging.ERROR, logger="agent_env.recording"):
+        recorder.record(a_trajectory(1))
+        assert recorder.flush()
+    monkeypatch.setattr(recorder, "_current", opened)
+    recorder.record(a_trajectory(2))
+    recorder.close()
+
+    assert recorder.dropped == 1 and recorder.written == 2
+    assert "No space left on device" in caplog.text
+    assert [t.task.index for t in read_trajectories(tmp_path)] == [0, 2]
+    assert len(recorder.files) == 2
+
+
+def test_recording_never_blocks_a_full_queue_drops_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(recording, "_QUEUE_SIZE", 3)
+    stuck = threading.Event()
+    recorder = TrajectoryRecorder(tmp_path)
+    monkeypatch.setattr(recorder, "_write", lambda trajectory: stuck.wait(10))  # a disk that hangs
+
+    started = time.monotonic()
+    with caplog.at_level(logging.ERROR, logger="agent_env.recording"):
+        for index in range(10):
+            recorder.record(a_trajectory(index))
+    elapsed = time.monotonic() - started
+    stuck.set()
+    recorder.close()
+
+    assert elapsed < 1.0
+    assert recorder.dropped >= 6
+    assert "queue is full" in caplog.text
+
+
+def test_lines_that_are_not_trajectories_are_skipped_with_their_place_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    good = a_trajectory().model_dump_json()
+    (tmp_path / "mixed.jsonl").write_text(f'{good}\n{{"not": "a trajectory"}}\n\n{good}\n')
+
+    with caplog.at_level(logging.WARNING, logger="agent_env.recording"):
+        read = list(read_trajectories(tmp_path))
+
+    assert len(read) == 2
+    assert "mixed.jsonl:2 is not a trajectory" in caplog.text
+
+
+def test_a_size_that_is_not_positive_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="max_mb must be > 0"):
+        TrajectoryRecorder(tmp_path, max_mb=0)
