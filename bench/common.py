@@ -48,12 +48,26 @@ class Server:
 
 
 @contextmanager
-def server(kind: str, *, sandbox: str = "local", capacity: int = 512, workdir: Path) -> Iterator[Server]:
-    """A server process (`bench.serve`), stopped with SIGTERM after use; its sandboxes go under `workdir`."""
-    sandboxes = workdir / f"sandboxes-{kind}-{sandbox}"
+def server(
+    kind: str, *, sandbox: str = "local", capacity: int = 512, workdir: Path, record: bool = False
+) -> Iterator[Server]:
+    """A server process (`bench.serve`), stopped with SIGTERM after use; its sandboxes go under `workdir`,
+    and so do its trajectories if it `record`s."""
+    sandboxes = workdir / f"sandboxes-{kind}-{sandbox}{'-recording' if record else ''}"
     sandboxes.mkdir(parents=True, exist_ok=True)
+    recording = ["--record", str(workdir / f"trajectories-{kind}-{sandbox}")] if record else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "bench.serve", kind, "--sandbox", sandbox, "--capacity", str(capacity)],
+        [
+            sys.executable,
+            "-m",
+            "bench.serve",
+            kind,
+            "--sandbox",
+            sandbox,
+            "--capacity",
+            str(capacity),
+            *recording,
+        ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

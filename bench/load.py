@@ -7,12 +7,15 @@ untimed episode each round. The bare baseline sends the same 10 messages per epi
 bare figure calls it as AgentEnv is called, as TRL calls an environment: each session's `.sync()`
 client on a thread of its own, blocking on each call (each such client runs a loop thread of its
 own). Targets on this machine: 256 sessions with zero errors, at least 1,000 tool calls/s through
-AgentEnv at 64 sessions, and there at least 0.8x the bare baseline's tool calls/s.
+AgentEnv at 64 sessions, and there at least 0.8x the bare baseline's tool calls/s. At 64 sessions
+a fourth kind plays through a server that records every trajectory (`--record`), in the same
+rounds: its tool calls/s within 5 % of the same server's without.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import threading
 import time
@@ -28,6 +31,9 @@ CALLS_PER_EPISODE = 8
 TARGET_CALLS_PER_S = 1000.0
 TARGET_RATIO = 0.8
 """AgentEnv's tool calls/s at 64 sessions, as a share of bare OpenEnv's in the same run."""
+TARGET_RECORDING_RATIO = 0.95
+"""A recording server's tool calls/s at 64 sessions, as a share of the same server's without."""
+RECORDING = "AgentEnv, recording"
 
 
 @dataclass
@@ -179,17 +185,42 @@ def run(results: Results, workdir: Path, *, quick: bool) -> None:
         ("bare OpenEnv", "bare", bare_one_loop),
         ("bare OpenEnv, sync clients on threads", "bare", bare_threads),
     )
+    recorded_at = levels[-2]
     loads: dict[tuple[str, int], Load] = {}
     for sessions in levels:
-        # Both servers up at once, and the kinds in alternating rounds, so that drift in the
+        # Every server up at once, and the kinds in alternating rounds, so that drift in the
         # machine's load falls on all of them alike.
-        with server("bundle", workdir=workdir) as served, server("bare", workdir=workdir) as baseline:
+        recording = sessions == recorded_at
+        with (
+            server("bundle", workdir=workdir) as served,
+            server("bare", workdir=workdir) as baseline,
+            server("bundle", workdir=workdir, record=True)
+            if recording
+            else contextlib.nullcontext() as recorder,
+        ):
             urls = {"bundle": served.url, "bare": baseline.url}
+            playing = list(kinds)
+            if recorder is not None:
+                urls["recording"] = recorder.url
+                playing.append((RECORDING, "recording", through_agentenv))
             for _ in range(rounds):
-                for name, kind, measure in kinds:
+                for name, kind, measure in playing:
                     loads.setdefault((name, sessions), Load()).add(
                         measure(urls[kind], sessions, duration_s / rounds)
                     )
+    recorded = loads[(RECORDING, recorded_at)]
+    results.add(
+        Figure("load", f"{RECORDING}, {recorded_at} sessions: tool calls/s", recorded.calls_per_s, "/s"),
+        Figure("load", f"{RECORDING}, {recorded_at} sessions: errors", float(recorded.errors), "", 0.0),
+        Figure(
+            "load",
+            f"recording / not, AgentEnv calls/s, {recorded_at} sessions",
+            recorded.calls_per_s / loads[("AgentEnv", recorded_at)].calls_per_s,
+            "x",
+            TARGET_RECORDING_RATIO,
+            lower=False,
+        ),
+    )
     for name, _, _ in kinds:
         series: dict[int, float] = {}
         for sessions in levels:

@@ -1,6 +1,6 @@
 """A server process for the benchmarks: the bench bundle through `build_app`, or a bare OpenEnv env.
 
-    python -m bench.serve bundle [--sandbox local|docker] [--capacity N]
+    python -m bench.serve bundle [--sandbox local|docker] [--capacity N] [--record DIR]
     python -m bench.serve bare [--capacity N]
 
 Both are served the same way (uvicorn on a loopback port of its own), so the two differ only by what
@@ -63,13 +63,14 @@ def main() -> None:
     parser.add_argument("kind", choices=["bundle", "bare"])
     parser.add_argument("--sandbox", default="local")
     parser.add_argument("--capacity", type=int, default=512)
+    parser.add_argument("--record", help="the bundle's server records every trajectory to this folder")
     args = parser.parse_args()
     if args.kind == "bare":
         app = bare_app(args.capacity)
     else:
         from agent_env.openenv import build_app
 
-        app = build_app(BUNDLE, sandbox=args.sandbox, max_concurrent_envs=args.capacity)
+        app = build_app(BUNDLE, sandbox=args.sandbox, max_concurrent_envs=args.capacity, record=args.record)
     listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
     print(f"port {listener.getsockname()[1]}", flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=30)

@@ -77,7 +77,7 @@ def test_a_played_episode_emits_each_step_in_order_with_what_it_carried_and_the_
     assert first_end == TurnEnded(at=first_end.at, turn=1, reply="Stored.", prompt=task.turns[1])
     assert heard[6] == TurnEnded(at=heard[6].at, turn=2, reply="Moved.", prompt=None)
     assert heard[7] == Scored(at=heard[7].at, score=1.0, verifier_scores=(1.0,))
-    assert heard[8] == TornDown(at=heard[8].at, outcome="scored 1")
+    assert heard[8] == TornDown(at=heard[8].at, outcome="scored 1", seconds=heard[8].seconds)
     assert [event.at for event in heard] == sorted(event.at for event in heard)
     assert (episode.state, episode.outcome, episode.score) == (
         EpisodeState.TORN_DOWN,
@@ -181,7 +181,8 @@ def test_an_episode_given_up_unfinished_is_abandoned_for_the_reason_given_and_re
     asyncio.run(episode.teardown())
 
     assert str(episode.outcome) == "abandoned: the session reset"
-    assert episode.events[-1] == TornDown(at=episode.events[-1].at, outcome="abandoned: the session reset")
+    last = episode.events[-1]
+    assert last == TornDown(at=last.at, outcome="abandoned: the session reset", seconds=last.seconds)
     with pytest.raises(EpisodeError, match=r"ended \(abandoned: the session reset\)") as refused:
         episode.require_open_turn()
     assert refused.value.code == "NO_OPEN_TURN"
