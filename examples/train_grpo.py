@@ -128,6 +128,11 @@ def main() -> None:
     parser.add_argument("--model", help="a model name or path; default: a tiny model built here, offline")
     parser.add_argument("--steps", type=int, default=3, help="GRPO steps (default: 3)")
     parser.add_argument("--max-concurrent-envs", type=int, default=64)
+    parser.add_argument(
+        "--record",
+        default="runs/demo",
+        help="where every episode's trajectory is written (default: runs/demo; view it with agent-env view)",
+    )
     options = parser.parse_args()
 
     from transformers import PrinterCallback
@@ -140,8 +145,12 @@ def main() -> None:
         tokenizer = None
     else:
         model, tokenizer = tiny_model_and_tokenizer()
-    with AgentEnv.local(options.bundle, max_concurrent_envs=options.max_concurrent_envs) as env:
+    record = Path(options.record).resolve()
+    with AgentEnv.local(
+        options.bundle, max_concurrent_envs=options.max_concurrent_envs, record=record
+    ) as env:
         print(f"{env}: {len(env.dataset)} tasks; toolsets: {', '.join(_toolsets(env.factory))}", flush=True)
+        print(f"recording every episode's trajectory to {record}", flush=True)
         config = grpo_config(
             "/tmp/agent-env-train-grpo",
             on_cpu=tokenizer is not None,
@@ -159,6 +168,7 @@ def main() -> None:
         trainer.remove_callback(PrinterCallback)  # the table above replaces its raw log lines
         trainer.train()
     print("done: every episode torn down, the server stopped")
+    print(f"trajectories: {record} (read them with agent_env.read_trajectories, or agent-env view {record})")
 
 
 def _toolsets(factory: Any) -> list[str]:
