@@ -165,7 +165,7 @@ async function showEpisode(id) {
   }
   const t = answer.trajectory;
   const who = [t.client, t.model].filter(Boolean).join(" / ") || "–";
-  view.append(
+  const parts = [
     el("h2", { text: t.task.id }),
     el("dl", { class: "facts" },
       ...fact("split/index", `${t.task.split}/${t.task.index}`), ...fact("toolset", t.task.toolset),
@@ -177,7 +177,8 @@ async function showEpisode(id) {
     el("h3", { text: "conversation" }),
     t.system_prompt ? message("system", "system prompt", t.system_prompt) : null,
     ...t.turns.map(turn),
-    el("h3", { text: "verifiers" }), verifiers(t));
+    el("h3", { text: "verifiers" }), verifiers(t)];
+  view.append(...parts.filter((part) => part !== null));
 }
 
 function route() {
