@@ -19,7 +19,7 @@ TORCH_WHEELS ?= /opt/wheels
 # `make lock` resolves the newest releases that fit; `make lock UPGRADE=` keeps the locked ones that still do.
 UPGRADE ?= --upgrade
 
-.PHONY: install installed lock notices trajectory-schema test unit integration dist-test reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
+.PHONY: install installed lock notices trajectory-schema viewer-screenshot chromium test unit integration dist-test reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
 
 # The virtualenv is made only when PYTHON is its interpreter.
 OWN_VENV := $(filter $(VENV_PYTHON),$(PYTHON))
@@ -58,6 +58,15 @@ notices: installed
 # docs/trajectory.schema.json, the published JSON Schema of a trajectory (a unit test keeps it current).
 trajectory-schema: installed
 	$(PYTHON) -c "import json, agent_env; print(json.dumps(agent_env.Trajectory.model_json_schema(), indent=2))" > docs/trajectory.schema.json
+
+# docs/viewer.png, the README's picture of `agent-env view`: the page test's episode, in headless
+# Chromium (make chromium installs Debian's chromium and chromium-driver).
+viewer-screenshot: installed
+	AGENT_ENV_REQUIRE=chromium AGENT_ENV_VIEWER_SCREENSHOT=docs/viewer.png $(PYTHON) -m pytest -q -p no:cacheprovider \
+		tst/unit/view/page_test.py -k an_episode_shows
+
+chromium:
+	bash tst/util/chromium.sh install
 
 # The unit tier, the integration tier (its tests skip, with their declared reason, without a Docker
 # engine), then the distribution tier (the wheel and sdist built, the wheel installed into a clean

@@ -16,13 +16,14 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from pydantic import ValidationError
 
+from agent_env.errors import validation_problems
 from agent_env.trajectory import Trajectory
 
 log = logging.getLogger("agent_env.recording")
@@ -179,17 +180,28 @@ class TrajectoryRecorder:
             log.error("a trajectory was not recorded (%d so far): %s", self.dropped, why)
 
 
-def read_trajectories(where: str | Path) -> Iterator[Trajectory]:
+def read_trajectories(
+    where: str | Path, *, skipped: Callable[[Path, int, str], None] | None = None
+) -> Iterator[Trajectory]:
     """Every trajectory in a file, or in a folder's `*.jsonl` files (oldest name first); a line that is
-    not a trajectory of this schema is skipped, logged with its file and line."""
+    not a trajectory of this schema is skipped, logged with its file and line, or, given `skipped`,
+    handed to it (file, line, why) instead, for a caller that reports them itself (`agent-env view`).
+    Bytes that are not UTF-8 are read as U+FFFD, so one bad line cannot hide the rest of its file."""
     path = Path(where)
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
     for file in files:
-        with file.open(encoding="utf-8") as lines:
+        with file.open(encoding="utf-8", errors="replace") as lines:
             for number, line in enumerate(lines, 1):
                 if not line.strip():
                     continue
                 try:
                     yield Trajectory.model_validate_json(line)
                 except ValidationError as exc:
-                    log.warning("%s:%d is not a trajectory: %s", file, number, str(exc).splitlines()[0])
+                    problems = validation_problems(exc, noun="field")
+                    why = "; ".join(problems[:3]) + (
+                        f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+                    )
+                    if skipped is None:
+                        log.warning("%s:%d is not a trajectory: %s", file, number, why)
+                    else:
+                        skipped(file, number, why)

@@ -1,6 +1,6 @@
 """The `agent-env` command: check a bundle, list its tasks, play one, replay its reference plays, serve it.
 
-`sandbox-image` builds the image the Docker sandbox runs.
+`sandbox-image` builds the image the Docker sandbox runs; `view` shows a folder of trajectories.
 """
 
 from __future__ import annotations
@@ -104,6 +104,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     image.add_argument("--tag", default=DEFAULT_IMAGE, help=f"the image's name (default: {DEFAULT_IMAGE})")
     image.set_defaults(run=_sandbox_image)
+
+    view = commands.add_parser(
+        "view", help="serve a page over a folder of trajectories: a table of episodes, each as a conversation"
+    )
+    view.add_argument("folder", metavar="DIR", help="a folder of *.jsonl trajectory files (or one file)")
+    view.add_argument(
+        "--port", type=int, default=8080, help="port to bind; 0 takes a free one (default: 8080)"
+    )
+    view.add_argument(
+        "--host",
+        help="address to bind (default: 127.0.0.1); another address serves every machine that reaches it",
+    )
+    view.set_defaults(run=_view)
     return parser
 
 
@@ -113,6 +126,12 @@ def _sandbox_image(args: argparse.Namespace) -> int:
     image_id = build_sandbox_image(args.tag)
     print(f"agent-env: built {args.tag} ({image_id[:19]})")
     return 0
+
+
+def _view(args: argparse.Namespace) -> int:
+    from agent_env.cli.view import view
+
+    return view(args.folder, host=args.host, port=args.port)
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -105,6 +105,14 @@ def test_the_wheel_and_the_sdist_carry_the_apache_license(built: Built):
     assert in_sdist == license_text
 
 
+def test_the_wheel_carries_the_viewers_page(built: Built):
+    with zipfile.ZipFile(built.wheel) as wheel:
+        names = set(wheel.namelist())
+
+    page = {f"agent_env/view/static/{name}" for name in ("index.html", "view.js", "view.css")}
+    assert page <= names
+
+
 def test_the_wheel_installs_with_the_trl_extra_at_the_locked_versions(installed: Installed):
     listed = installed.run("python", "-m", "pip", "list", "--format", "json")
     versions = {canonicalize_name(p["name"]): p["version"] for p in json.loads(listed.stdout)}
@@ -121,7 +129,7 @@ def test_agent_env_help_runs_from_the_installed_wheel(installed: Installed):
     done = installed.run("agent-env", "--help")
 
     assert done.returncode == 0, done.stderr
-    assert all(command in done.stdout for command in ("check", "tasks", "play", "replay", "serve"))
+    assert all(command in done.stdout for command in ("check", "tasks", "play", "replay", "serve", "view"))
 
 
 def test_agent_env_check_from_the_installed_wheel_passes_the_example_bundle(installed: Installed):

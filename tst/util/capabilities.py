@@ -64,6 +64,21 @@ def _bubblewrap() -> bool:
     return bubblewrap_for("auto") is not None
 
 
+def chromium_paths() -> tuple[str, str]:
+    """The browser and its driver: Debian's chromium and chromium-driver, unless AGENT_ENV_CHROMIUM and
+    AGENT_ENV_CHROMEDRIVER name others (a runner's preinstalled Chrome)."""
+    return (
+        os.environ.get("AGENT_ENV_CHROMIUM", "/usr/bin/chromium"),
+        os.environ.get("AGENT_ENV_CHROMEDRIVER", "/usr/bin/chromedriver"),
+    )
+
+
+def _chromium() -> bool:
+    """The browser, its driver, and selenium to drive them (the viewer's page tests)."""
+    found = all(os.access(path, os.X_OK) for path in chromium_paths())
+    return found and importlib.util.find_spec("selenium") is not None
+
+
 def _openenv_installed() -> bool:
     return importlib.util.find_spec("openenv") is not None
 
@@ -81,6 +96,11 @@ CAPABILITIES = {
         ),
         Capability("openenv_installed", "pip install -e '.[openenv]'", _openenv_installed),
         Capability("bubblewrap", "apt-get install bubblewrap (where namespaces are allowed)", _bubblewrap),
+        Capability(
+            "chromium",
+            "apt-get install chromium chromium-driver (Debian's), and selenium (make install)",
+            _chromium,
+        ),
         Capability("package_index", "reach pip's package index (PIP_INDEX_URL, else PyPI)", _package_index),
     )
 }

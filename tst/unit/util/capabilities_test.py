@@ -59,3 +59,14 @@ def test_a_capability_ci_requires_is_an_error_when_missing_rather_than_a_skip(ma
 
     with pytest.raises(pytest.UsageError, match="'docker_engine' is required here but missing"):
         capabilities.apply(FakeItem("docker_engine"))
+
+
+def test_the_page_tests_need_chromium_and_say_how_to_get_it_when_it_is_missing(machine):
+    item = FakeItem("chromium")
+
+    capabilities.apply(item)
+
+    assert item.skip_reasons == [
+        "missing capability: chromium (apt-get install chromium chromium-driver (Debian's), and selenium "
+        "(make install))"
+    ]

@@ -1,0 +1,43 @@
+"""Trajectories of fake tasks really played, and folders of them, for the viewer's tests."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from agent_env import EpisodeError, Trajectory, trajectory_of
+from agent_env.testing import FakeTask
+
+
+def played(
+    task: FakeTask, *steps: tuple[Any, ...], split: str = "train", index: int = 0, client: str | None = None
+) -> Trajectory:
+    """The trajectory of `task` played at `split`/`index`: ("call", tool, arguments) and ("end", reply)
+    steps, a refused call kept as the trajectory keeps it; torn down after the last step."""
+    episode = task.new_episode(task.task_at(split, index))
+
+    async def play() -> None:
+        await episode.deploy()
+        for step in steps:
+            if step[0] == "call":
+                with contextlib.suppress(EpisodeError):
+                    await episode.call_tool(step[1], step[2] if len(step) > 2 else {})
+            else:
+                await episode.end_turn(step[1])
+        await episode.teardown()
+
+    asyncio.run(play())
+    return trajectory_of(episode, client=client)
+
+
+def write_folder(folder: Path, trajectories: Iterable[Trajectory], *, name: str = "run.jsonl") -> Path:
+    """`trajectories` as one JSON line each in `folder/name` (appended)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / name).open("a", encoding="utf-8") as file:
+        for trajectory in trajectories:
+            file.write(json.dumps(trajectory.model_dump(mode="json")) + "\n")
+    return folder

@@ -1,0 +1,147 @@
+"""The viewer's page in a real browser (headless Chromium, through chromedriver): it lists a known
+trajectory, a filter narrows the table, and an episode shows its calls, an error marked, and its
+verifiers' scores. With AGENT_ENV_VIEWER_SCREENSHOT set, the episode's view is saved there
+(`make viewer-screenshot` writes docs/viewer.png)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_env.testing import FakeTask
+from agent_env.view import ViewServer
+from tst.support.tools import add_crate, jam_crane, list_crates
+from tst.support.trajectories import played, write_folder
+from tst.util.capabilities import chromium_paths
+
+pytestmark = pytest.mark.needs("chromium")
+WAIT_S = 15.0
+
+
+@pytest.fixture
+def view(tmp_path: Path) -> Iterator[ViewServer]:
+    dock = FakeTask(
+        "store-then-lift",
+        tools=[add_crate, list_crates, jam_crane],
+        turns=("A dry crate C7 is on the quay. Store it in bay 2.", "Now lift C7 onto the ship."),
+        system_prompt="You run the dock. Use the tools, then reply in one sentence.",
+        score=0.5,
+    )
+    trajectories = [
+        played(
+            dock,
+            ("call", "add_crate", {"crate": "C7", "bay": 2}),
+            ("call", "list_crates", {}),
+            ("end", "C7 is stored in bay 2."),
+            ("call", "jam_crane", {"crate": "C7"}),
+            ("end", "The crane jammed; C7 is still in bay 2."),
+            split="eval",
+            index=4,
+            client="grpo-run-12",
+        ),
+        played(
+            FakeTask("count-crates", tools=[list_crates]), ("call", "list_crates", {}), ("end", "One crate.")
+        ),
+        played(FakeTask("store-crate", tools=[add_crate], score=0.0), ("end", "Done."), index=1),
+    ]
+    write_folder(tmp_path, trajectories)
+    with ViewServer(tmp_path) as server:
+        yield server
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium Manager look for a browser online
+    binary, driver_path = chromium_paths()
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(flag)
+    options.add_argument("--window-size=1280,1400")
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait_for(browser: Any, condition: Any) -> Any:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(browser, WAIT_S).until(condition)
+
+
+def texts(browser: Any, selector: str) -> list[str]:
+    """The shown text of every element `selector` finds, read at one moment (the table re-renders)."""
+    script = "return [...document.querySelectorAll(arguments[0])].map((e) => e.innerText)"
+    return list(browser.execute_script(script, selector))
+
+
+def table_tasks(browser: Any) -> list[str]:
+    return texts(browser, "#episodes tbody tr td:first-child")
+
+
+def test_the_page_lists_every_episode_and_a_filter_narrows_the_table(view: ViewServer, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    browser.get(view.url)
+    wait_for(browser, lambda b: len(table_tasks(b)) == 3)
+    assert sorted(table_tasks(browser)) == ["count-crates", "store-crate", "store-then-lift"]
+    assert "3 of 3 episodes" in browser.find_element(By.ID, "count").text
+
+    Select(browser.find_element(By.CSS_SELECTOR, "#filters [name=split]")).select_by_visible_text("eval")
+    wait_for(browser, lambda b: table_tasks(b) == ["store-then-lift"])
+    cells = texts(browser, "#episodes tbody tr td")
+    assert cells[:7] == ["store-then-lift", "eval/4", "fake", "scored", "0.50", "3", "1"]
+    assert cells[7] == "grpo-run-12"
+
+    Select(browser.find_element(By.CSS_SELECTOR, "#filters [name=split]")).select_by_visible_text("any")
+    browser.find_element(By.CSS_SELECTOR, "#filters [name=min_score]").send_keys("0.6")
+    wait_for(browser, lambda b: table_tasks(b) == ["count-crates"])
+
+
+def test_an_episode_shows_its_conversation_calls_with_an_error_marked_and_its_verifier_scores(
+    view: ViewServer, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(view.url)
+    wait_for(browser, lambda b: "store-then-lift" in table_tasks(b))
+    browser.find_element(By.LINK_TEXT, "store-then-lift").click()
+    wait_for(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "#episode-view table.verifiers"))
+
+    page = browser.find_element(By.ID, "episode-view")
+    calls = page.find_elements(By.CSS_SELECTOR, ".call")
+    failed = page.find_elements(By.CSS_SELECTOR, ".call.failed")
+    assert "You run the dock. Use the tools, then reply in one sentence." in page.text
+    assert "A dry crate C7 is on the quay. Store it in bay 2." in page.text
+    assert [c.find_element(By.CSS_SELECTOR, ".tool").text for c in calls] == [
+        "add_crate",
+        "list_crates",
+        "jam_crane",
+    ]
+    assert '"crate": "C7"' in calls[0].text and "stored dry crate C7 in bay 2" in calls[0].text
+    assert len(failed) == 1 and "jam_crane" in failed[0].text
+    assert "✗ error" in failed[0].find_element(By.CSS_SELECTOR, ".error-mark").text
+    assert "the crane is jammed with C7 half lifted" in failed[0].text
+    assert failed[0].value_of_css_property("background-color") != calls[0].value_of_css_property(
+        "background-color"
+    )
+    assert "The crane jammed; C7 is still in bay 2." in page.text
+    verifier = page.find_element(By.CSS_SELECTOR, "tr.verifier").text.split()
+    assert verifier == ["function", "1", "0.50"]
+    assert page.find_element(By.CSS_SELECTOR, ".episode-score").text == "0.50"
+    assert "total" in page.find_element(By.CSS_SELECTOR, ".timings").text
+
+    if shot := os.environ.get("AGENT_ENV_VIEWER_SCREENSHOT"):
+        height = browser.execute_script("return document.documentElement.scrollHeight")
+        browser.set_window_size(1280, min(int(height) + 200, 3000))
+        assert browser.save_screenshot(str(Path(shot).resolve()))
