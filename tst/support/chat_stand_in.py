@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from agent_env.bundle import Bundle
+from agent_env.bundle import Bundle, load_bundle
 from agent_env.replay import Script, load_solutions
 
 API_KEY = "sk-stand-in"
@@ -148,3 +148,20 @@ def _completion(model: str, message: dict[str, Any]) -> dict[str, Any]:
 
 def _error(status: int, message: str, code: str) -> JSONResponse:
     return JSONResponse({"error": {"message": message, "type": "error", "code": code}}, status_code=status)
+
+
+def eval_ids() -> list[str]:
+    """The example bundle's eval tasks' ids, by index."""
+    from tst.support.harbor import HARBOR
+
+    return [task.id for task in load_bundle(HARBOR).tasks("eval")]
+
+
+def start_stand_in(
+    serve: Callable[[Any], Any], plays: Mapping[str, Sequence[str]] | None = None, **options: Any
+) -> tuple[ChatStandIn, str]:
+    """A stand-in for the example bundle's eval split, served by the `serve` fixture; it and its `/v1` URL."""
+    from tst.support.harbor import HARBOR
+
+    scripted = ChatStandIn(load_bundle(HARBOR), "eval", plays or {}, **options)
+    return scripted, f"{serve(scripted.app).url}/v1"
