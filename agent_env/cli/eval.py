@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, TextIO
+from typing import Any
 
 
 def add_parser(commands: Any) -> None:
@@ -35,7 +35,8 @@ def add_parser(commands: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace, err: TextIO = sys.stderr) -> int:
+def run(args: argparse.Namespace) -> int:
+    err = sys.stderr
     try:
         from agent_env.eval import EndpointError, OpenAIPolicy, PlaySettings, Progress, evaluate
         from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
@@ -90,7 +91,8 @@ def run(args: argparse.Namespace, err: TextIO = sys.stderr) -> int:
     print(result.table())
     if result.errors:
         print(
-            f"\n{result.errors} samples were errors of the model's endpoint (not scored): see above", file=err
+            f"\n{result.errors} samples failed at the model's endpoint: counted as errors, not scored",
+            file=err,
         )
     if args.out:
         print(f"\nresults.json and the trajectories are in {args.out}")
