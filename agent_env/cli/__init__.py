@@ -1,4 +1,5 @@
-"""The `agent-env` command: check a bundle, list its tasks, play one, replay its reference plays, serve it.
+"""The `agent-env` command: check a bundle, list its tasks, play one, replay its reference plays, serve it,
+measure a model on it (`eval`).
 
 `sandbox-image` builds the image the Docker sandbox runs; `view` shows a folder of trajectories.
 """
@@ -11,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from agent_env.bundle import Bundle, load_bundle
+from agent_env.cli import eval as eval_command
 from agent_env.cli.play import play_in_terminal
 from agent_env.cli.table import table
 from agent_env.episode import Episode
@@ -97,6 +99,8 @@ def _parser() -> argparse.ArgumentParser:
         help=f"start a new trajectory file once one reaches this size (default: {DEFAULT_MAX_MB:g})",
     )
     serve.set_defaults(run=_serve)
+
+    eval_command.add_parser(commands)
 
     image = commands.add_parser(
         "sandbox-image",

@@ -1,0 +1,221 @@
+"""One sample: a task played over the wire by a policy, recorded as the client saw it.
+
+The conversation is carried as TRL carries it: the reset's prompt, then each answer and each tool
+call's result (a `tool` message with its `tool_call_id`). A turn ends when the model answers without
+a tool call (its text is the reply), calls `end_turn`, makes a call that does not parse (its text is
+the reply; counted as invalid), or reaches `max_tool_calls`; the next turn's prompt is the next user
+message. A policy that fails past its retries makes the sample an error, which is never scored.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from agent_env.eval.policy import (
+    END_TURN,
+    AssistantMessage,
+    Message,
+    Policy,
+    PolicyError,
+    ToolCall,
+    end_turn_tool,
+)
+from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
+from agent_env.specs import TaskSpec
+from agent_env.training.trl.rollout import TASK_OVER
+from agent_env.training.trl.session import ServerRefusedError, SessionClient, SessionLostError
+from agent_env.trajectory import (
+    OutcomeRecord,
+    TaskRef,
+    Timings,
+    ToolCallRecord,
+    Trajectory,
+    TurnRecord,
+    VerifierRecord,
+)
+
+NOT_RUN = "not run: the turn had already ended"
+TURN_ENDED = "Your reply ended the turn."
+
+
+@dataclass(frozen=True)
+class PlaySettings:
+    """How each sample is played; deadlines in seconds, as the server enforces them."""
+
+    max_tool_calls: int | None = None
+    reset_timeout_s: float = 300.0
+    tool_timeout_s: float = 60.0
+    connect_timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class VerifierInfo:
+    """A verifier's type and weight: the wire sends only scores, so they come from the bundle if known."""
+
+    type: str
+    weight: float
+
+
+class _EpisodeOverError(Exception):
+    """The episode cannot go on: `outcome` says how it ended."""
+
+    def __init__(self, outcome: OutcomeRecord) -> None:
+        super().__init__(outcome.reason)
+        self.outcome = outcome
+
+
+def play_sample(
+    url: str,
+    task: TaskSpec,
+    policy: Policy,
+    *,
+    model: str | None,
+    settings: PlaySettings = PlaySettings(),
+    token: str | None = None,
+    verifiers: Sequence[VerifierInfo] = (),
+) -> Trajectory:
+    """Play `task` once on a session of its own; the trajectory, whatever happened."""
+    started = time.time()
+    trajectory = Trajectory(
+        recorded_by="eval",
+        model=model,
+        task=TaskRef(split=task.split, index=task.index, id=task.id, toolset=task.toolset.name),
+        started_at=started,
+        outcome=OutcomeRecord(kind="abandoned"),
+    )
+    session = SessionClient(url, connect_timeout_s=settings.connect_timeout_s, token=token)
+    try:
+        session.open()
+        _Game(session, policy, settings, trajectory, verifiers).play()
+    except _EpisodeOverError as ended:
+        trajectory.outcome = ended.outcome
+    except Exception as exc:  # the server went away, or refused the session
+        trajectory.outcome = OutcomeRecord(kind="failed", code="SESSION_LOST", reason=str(exc))
+    finally:
+        session.close()
+    trajectory.ended_at = time.time()
+    trajectory.timings = Timings(total_s=trajectory.ended_at - started)
+    return trajectory
+
+
+@dataclass
+class _Game:
+    session: SessionClient
+    policy: Policy
+    settings: PlaySettings
+    trajectory: Trajectory
+    verifiers: Sequence[VerifierInfo]
+
+    def play(self) -> None:
+        deploy_started = time.monotonic()
+        first = self._reset()
+        self.trajectory.timings.deploy_s = time.monotonic() - deploy_started
+        messages: list[Message] = list(first.prompt or [])
+        system = next((m["content"] for m in messages if m.get("role") == "system"), None)
+        self.trajectory.system_prompt = system or None
+        tools = [*(first.tools or []), end_turn_tool()]
+        prompt = _last_user(messages)
+        while True:
+            turn = TurnRecord(turn=len(self.trajectory.turns) + 1, prompt=prompt)
+            self.trajectory.turns.append(turn)
+            reply = self._turn(turn, messages, tools)
+            turn.reply = reply
+            deadline = self.settings.reset_timeout_s
+            answer = self._step(AgentEnvAction.end_turn(reply, timeout_s=deadline), deadline)
+            if answer.done:
+                self._scored(answer)
+                return
+            prompt = (answer.prompt or [{"content": ""}])[-1].get("content", "")
+            messages.append({"role": "user", "content": prompt})
+
+    def _turn(self, turn: TurnRecord, messages: list[Message], tools: list[dict[str, Any]]) -> str:
+        """Play one turn to its end; the reply that ends it."""
+        last_text = ""
+        while True:
+            try:
+                answer: AssistantMessage = self.policy(messages, tools)
+            except PolicyError as exc:
+                raise _EpisodeOverError(
+                    OutcomeRecord(kind="error", code="POLICY_ERROR", reason=str(exc))
+                ) from None
+            messages.append(answer.as_message())
+            last_text = answer.content or last_text
+            if not answer.tool_calls:
+                return answer.content
+            ended = False
+            for call in answer.tool_calls:
+                if ended:
+                    messages.append(_tool_message(call, NOT_RUN))
+                elif not call.valid:
+                    turn.invalid_tool_calls += 1
+                    messages.append(_tool_message(call, "error: the call did not parse: it ended the turn"))
+                    ended = True
+                elif call.name == END_TURN:
+                    reply = call.arguments.get("reply", "") if call.arguments else ""
+                    messages.append(_tool_message(call, TURN_ENDED))
+                    last_text, ended = str(reply), True
+                else:
+                    messages.append(_tool_message(call, self._call(turn, call)))
+                    limit = self.settings.max_tool_calls
+                    ended = limit is not None and len(turn.calls) >= limit
+            if ended:
+                return last_text
+
+    def _call(self, turn: TurnRecord, call: ToolCall) -> str:
+        """Run one tool call on the server; what the model is told."""
+        assert call.arguments is not None
+        record = ToolCallRecord(tool=call.name, arguments=call.arguments)
+        turn.calls.append(record)
+        started = time.monotonic()
+        deadline = self.settings.tool_timeout_s
+        answer = self._step(AgentEnvAction.call_tool(call.name, call.arguments, timeout_s=deadline), deadline)
+        record.seconds = time.monotonic() - started
+        if answer.error is not None:
+            record.error_code, record.error = answer.error.code, answer.error.message
+            return f"error: {answer.error.message}"
+        record.result = answer.result or ""
+        return record.result
+
+    def _reset(self) -> AgentEnvObservation:
+        task = self.trajectory.task
+        return self._answer(
+            self.session.reset(task.split, task.index, timeout_s=self.settings.reset_timeout_s)
+        )
+
+    def _step(self, action: AgentEnvAction, timeout_s: float) -> AgentEnvObservation:
+        return self._answer(self.session.step(action, timeout_s=timeout_s))
+
+    def _answer(self, sent: Future[AgentEnvObservation]) -> AgentEnvObservation:
+        """The server's answer; one that ends the episode unscored (or a lost session) ends it here."""
+        try:
+            answer = sent.result()
+        except (SessionLostError, ServerRefusedError) as exc:
+            raise _EpisodeOverError(
+                OutcomeRecord(kind="failed", code="SESSION_LOST", reason=str(exc))
+            ) from None
+        if answer.error is not None and (answer.done or answer.turn is None):
+            error = answer.error
+            raise _EpisodeOverError(OutcomeRecord(kind="failed", code=error.code, reason=error.message))
+        return answer
+
+    def _scored(self, answer: AgentEnvObservation) -> None:
+        scores = answer.verifier_scores or []
+        infos = list(self.verifiers) or [VerifierInfo("unknown", 1.0 / len(scores))] * len(scores)
+        self.trajectory.verifiers = [
+            VerifierRecord(type=info.type, weight=info.weight, score=score)
+            for info, score in zip(infos, scores, strict=False)
+        ]
+        self.trajectory.score = answer.reward
+        self.trajectory.outcome = OutcomeRecord(kind="scored", reason=TASK_OVER)
+
+
+def _tool_message(call: ToolCall, content: str) -> Message:
+    return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}
+
+
+def _last_user(messages: list[Message]) -> str:
+    return next((str(m["content"]) for m in reversed(messages) if m.get("role") == "user"), "")

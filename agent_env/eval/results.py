@@ -1,0 +1,119 @@
+"""What an evaluation found: per task and in total, as the table shows it and results.json holds it.
+
+A sample passes when its score is 1.0. Samples that are errors (the model's endpoint failed) are
+counted apart and left out of the means and of pass@k, which are over the samples that were played.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent_env.cli.table import table
+from agent_env.eval.passk import pass_at_k
+from agent_env.trajectory import Trajectory
+
+PASS_SCORE = 1.0
+
+
+class TaskResult(BaseModel):
+    """One task's samples: how many, how many passed, were errors or failed on the server, the scores."""
+
+    model_config = ConfigDict(frozen=True)
+
+    split: str
+    index: int
+    id: str
+    samples: int
+    scored: int = Field(description="Samples that ended with a score.")
+    passed: int = Field(description="Samples scored 1.0.")
+    errors: int = Field(description="Samples the model's endpoint failed, past its retries: never scored.")
+    failed: int = Field(description="Samples whose episode failed on the server (unscored).")
+    mean_score: float | None = Field(description="Over the samples played (errors left out); failed count 0.")
+    pass_at_1: float | None
+    pass_at_k: float | None = Field(description="k = the samples played (errors left out).")
+
+
+class EvalResult(BaseModel):
+    """Every task's result, the totals, and how the evaluation was run; results.json is this."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str | None
+    split: str
+    settings: dict[str, Any]
+    tasks: list[TaskResult]
+    samples: int
+    errors: int
+    failed: int
+    mean_score: float | None
+    pass_at_1: float | None
+    pass_at_k: float | None
+    trajectories: list[Trajectory] = Field(default_factory=list, exclude=True)
+
+    def table(self) -> str:
+        """One row per task, then the totals."""
+        header = ("index", "id", "samples", "mean", "pass@1", "pass@k", "errors", "failed")
+        rows: list[Sequence[object]] = [
+            (t.index, t.id, t.samples, t.mean_score, t.pass_at_1, t.pass_at_k, t.errors, t.failed)
+            for t in self.tasks
+        ]
+        totals = (self.samples, self.mean_score, self.pass_at_1, self.pass_at_k, self.errors, self.failed)
+        rows.append(("all", f"{len(self.tasks)} tasks", *totals))
+        return table(header, rows)
+
+
+def task_result(trajectories: Sequence[Trajectory]) -> TaskResult:
+    """The result of one task's samples (all of one task)."""
+    task = trajectories[0].task
+    played = [t for t in trajectories if t.outcome.kind != "error"]
+    scores = [t.score if t.score is not None else 0.0 for t in played]
+    passed = sum(1 for s in scores if s >= PASS_SCORE)
+    n = len(played)
+    return TaskResult(
+        split=task.split,
+        index=task.index,
+        id=task.id,
+        samples=len(trajectories),
+        scored=sum(1 for t in played if t.outcome.kind == "scored"),
+        passed=passed,
+        errors=len(trajectories) - n,
+        failed=sum(1 for t in played if t.outcome.kind != "scored"),
+        mean_score=sum(scores) / n if n else None,
+        pass_at_1=pass_at_k(n, passed, 1) if n else None,
+        pass_at_k=pass_at_k(n, passed, n) if n else None,
+    )
+
+
+def eval_result(
+    trajectories: Sequence[Trajectory], *, model: str | None, split: str, settings: dict[str, Any]
+) -> EvalResult:
+    """Every task's result (in task order) and the totals: means of the tasks' pass@1 and pass@k,
+    and the mean score over every sample played."""
+    by_task: dict[int, list[Trajectory]] = {}
+    for trajectory in trajectories:
+        by_task.setdefault(trajectory.task.index, []).append(trajectory)
+    tasks = [task_result(by_task[index]) for index in sorted(by_task)]
+    played = [t for t in trajectories if t.outcome.kind != "error"]
+    scores = [t.score if t.score is not None else 0.0 for t in played]
+    rated = [t for t in tasks if t.pass_at_1 is not None]
+    return EvalResult(
+        model=model,
+        split=split,
+        settings=settings,
+        tasks=tasks,
+        samples=len(trajectories),
+        errors=len(trajectories) - len(played),
+        failed=sum(t.failed for t in tasks),
+        mean_score=sum(scores) / len(scores) if scores else None,
+        pass_at_1=_mean([t.pass_at_1 for t in rated]),
+        pass_at_k=_mean([t.pass_at_k for t in rated]),
+        trajectories=list(trajectories),
+    )
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None

@@ -1,0 +1,171 @@
+"""`evaluate`: play every task of a split `samples` times with a policy, over the real wire.
+
+The target is a bundle (served in this process on a loopback port, as `AgentEnv.local` does) or the
+URL of an agent_env server. Up to `concurrency` samples play at once, each on a session of its own,
+each on a thread (a policy may block on its endpoint). Every trajectory goes to `out`, if given,
+with results.json beside them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_env.bundle import Bundle, load_bundle
+from agent_env.eval.play import PlaySettings, VerifierInfo, play_sample
+from agent_env.eval.policy import Policy
+from agent_env.eval.results import EvalResult, eval_result
+from agent_env.openenv.tokens import resolve_token
+from agent_env.recording import TrajectoryRecorder
+from agent_env.specs import TaskSpec
+from agent_env.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from agent_env.openenv import BackgroundServer
+
+RESULTS_FILE = "results.json"
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where an evaluation is: samples done of all, their mean score so far, errors so far."""
+
+    done: int
+    total: int
+    mean_score: float | None
+    errors: int
+
+
+def evaluate(
+    target: str | Path | Bundle,
+    policy: Policy,
+    *,
+    split: str = "eval",
+    samples: int = 1,
+    concurrency: int = 16,
+    settings: PlaySettings | None = None,
+    model: str | None = None,
+    token: str | None = None,
+    out: str | Path | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    extra_settings: dict[str, Any] | None = None,
+) -> EvalResult:
+    """Play each task of `split` `samples` times with `policy`; the result, per task and in total."""
+    if samples < 1 or concurrency < 1:
+        raise ValueError(f"samples and concurrency must be >= 1, got {samples} and {concurrency}")
+    token = resolve_token(token)
+    settings = settings or PlaySettings()
+    with _Target(target, token, concurrency) as served:
+        tasks = served.tasks(split)
+        jobs = [task for _ in range(samples) for task in tasks]
+        recorder = TrajectoryRecorder(out) if out is not None else None
+        tally = _Tally(len(jobs), progress)
+
+        def one(task: TaskSpec) -> Trajectory:
+            trajectory = play_sample(
+                served.url,
+                task,
+                policy,
+                model=model,
+                settings=settings,
+                token=token,
+                verifiers=served.verifiers(task),
+            )
+            if recorder is not None:
+                recorder.record(trajectory)
+            tally.add(trajectory)
+            return trajectory
+
+        try:
+            with ThreadPoolExecutor(max(1, min(concurrency, served.capacity, len(jobs)))) as pool:
+                trajectories = list(pool.map(one, jobs))
+        finally:
+            if recorder is not None:
+                recorder.close()
+    result = eval_result(
+        trajectories,
+        model=model,
+        split=split,
+        settings={
+            "samples": samples,
+            "concurrency": concurrency,
+            **asdict(settings),
+            **(extra_settings or {}),
+        },
+    )
+    if out is not None:
+        Path(out, RESULTS_FILE).write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+class _Tally:
+    """The running count behind the progress line; samples finish on many threads."""
+
+    def __init__(self, total: int, progress: Callable[[Progress], None] | None) -> None:
+        self._lock = threading.Lock()
+        self._total, self._progress = total, progress
+        self._done = self._errors = 0
+        self._scores: list[float] = []
+
+    def add(self, trajectory: Trajectory) -> None:
+        with self._lock:
+            self._done += 1
+            if trajectory.outcome.kind == "error":
+                self._errors += 1
+            else:
+                self._scores.append(trajectory.score or 0.0)
+            mean = sum(self._scores) / len(self._scores) if self._scores else None
+            if self._progress is not None:
+                self._progress(Progress(self._done, self._total, mean, self._errors))
+
+
+class _Target:
+    """The server to play on: one started here for a bundle, or the one at a URL."""
+
+    def __init__(self, target: str | Path | Bundle, token: str | None, concurrency: int) -> None:
+        from agent_env.training.trl.taskapi import TaskAPI
+
+        self._bundle: Bundle | None = None
+        self._server: BackgroundServer | None = None
+        if isinstance(target, Bundle) or Path(target).is_dir():
+            from agent_env.openenv import BackgroundServer, build_app
+
+            self._bundle = target if isinstance(target, Bundle) else load_bundle(target)
+            app = build_app(self._bundle, max_concurrent_envs=concurrency, token=token)
+            self._server = BackgroundServer(app).start()
+            url = self._server.url
+        else:
+            url = str(target)
+        try:
+            self._api = TaskAPI(url, token=token)
+        except BaseException:
+            self.close()
+            raise
+        self.url = self._api.url
+        self.capacity = self._api.max_concurrent_envs
+
+    def tasks(self, split: str) -> list[TaskSpec]:
+        return self._api.tasks(split)
+
+    def verifiers(self, task: TaskSpec) -> list[VerifierInfo]:
+        """The task's verifiers' types and weights, when its bundle is known here."""
+        if self._bundle is None:
+            return []
+        played = self._bundle.task(task.split, task.index)
+        return [VerifierInfo(v.spec.type, v.spec.weight) for v in played.verifiers]
+
+    def close(self) -> None:
+        if hasattr(self, "_api"):
+            self._api.close()
+        if self._server is not None:
+            self._server.stop()
+
+    def __enter__(self) -> _Target:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

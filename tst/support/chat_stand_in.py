@@ -1,0 +1,167 @@
+"""A stand-in for an OpenAI-compatible chat-completions server, on loopback, with scripted answers.
+
+Each conversation is one sample of a task, told apart by its first user message; the n-th
+conversation of a task plays `plays[task_id][n]`: "solve" (the bundle's reference play: its calls,
+an `end_turn` for every turn but the last, whose reply is plain text), "text" (a reply with no tool
+call), or "malformed" (a call whose arguments are not JSON); every request for a task in `down` is
+answered 500. Conversations are found again by their tool calls' ids. `fail_first` answers the first requests
+500 (retries); `api_key` and `model` are what it accepts (401 and 404 otherwise).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from agent_env.bundle import Bundle, load_bundle
+from agent_env.replay import Script, load_solutions
+
+API_KEY = "sk-stand-in"
+MODEL = "stand-in"
+GIVE_UP = "I cannot help with that."
+
+
+@dataclass
+class ChatStandIn:
+    """The scripted server's state: who is which sample, and every chat request it answered."""
+
+    bundle: Bundle
+    split: str
+    plays: Mapping[str, Sequence[str]]
+    down: frozenset[str] = frozenset()
+    fail_first: int = 0
+    api_key: str = API_KEY
+    model: str = MODEL
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _started: dict[str, int] = field(default_factory=dict)
+    _conversations: dict[str, tuple[str, str]] = field(default_factory=dict)
+    _ids: itertools.count[int] = field(default_factory=itertools.count)
+
+    @property
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/v1/models", self._models, methods=["GET"]),
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+            ]
+        )
+
+    def _refused(self, request: Request) -> JSONResponse | None:
+        if request.headers.get("authorization") != f"Bearer {self.api_key}":
+            return _error(401, "Incorrect API key provided.", "invalid_api_key")
+        return None
+
+    async def _models(self, request: Request) -> JSONResponse:
+        if refused := self._refused(request):
+            return refused
+        return JSONResponse(
+            {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "x"}]}
+        )
+
+    async def _chat(self, request: Request) -> JSONResponse:
+        if refused := self._refused(request):
+            return refused
+        body = await request.json()
+        if body.get("model") != self.model:
+            return _error(404, f"The model `{body.get('model')}` does not exist.", "model_not_found")
+        with self._lock:
+            self.requests.append(body)
+            if self.fail_first > 0:
+                self.fail_first -= 1
+                return _error(500, "the stand-in failed on purpose", "server_error")
+            if self._task_of(body["messages"]) in self.down:
+                return _error(500, "the stand-in is down for this task", "server_error")
+            conversation, task_id, play = self._which(body["messages"])
+            call_id = f"call-{conversation}-{next(self._ids)}"
+        return JSONResponse(_completion(self.model, self._answer(task_id, play, body["messages"], call_id)))
+
+    def _task_of(self, messages: list[dict[str, Any]]) -> str:
+        first = next(m["content"] for m in messages if m["role"] == "user")
+        return next(t.id for t in self.bundle.tasks(self.split) if t.turns[0] == first)
+
+    def _which(self, messages: list[dict[str, Any]]) -> tuple[str, str, str]:
+        for message in messages:
+            for call in message.get("tool_calls") or []:
+                conversation = call["id"].split("-")[1]
+                return conversation, *self._conversations[conversation]
+        task_id = self._task_of(messages)
+        if any(m["role"] == "assistant" for m in messages):
+            return "none", task_id, "text"  # a conversation that gave up keeps giving up
+        nth = self._started.get(task_id, 0)
+        self._started[task_id] = nth + 1
+        plays = self.plays.get(task_id, ())
+        play = plays[nth] if nth < len(plays) else "text"
+        conversation = str(len(self._conversations))
+        self._conversations[conversation] = (task_id, play)
+        return conversation, task_id, play
+
+    def _answer(
+        self, task_id: str, play: str, messages: list[dict[str, Any]], call_id: str
+    ) -> dict[str, Any]:
+        if play == "text":
+            return {"role": "assistant", "content": GIVE_UP}
+        if play == "malformed":
+            return _calling(call_id, "list_crates", '{"bay": 4,', content="Let me look.")
+        script: Script = load_solutions(self.bundle, self.split)[task_id]
+        turn = sum(1 for m in messages if m["role"] == "user")
+        since = messages[max(i for i, m in enumerate(messages) if m["role"] == "user") :]
+        made = sum(len(m.get("tool_calls") or []) for m in since if m["role"] == "assistant")
+        scripted = script.turns[turn - 1]
+        if made < len(scripted.calls):
+            call = scripted.calls[made]
+            return _calling(call_id, call.tool, json.dumps(call.arguments))
+        if turn < len(script.turns):
+            return _calling(call_id, "end_turn", json.dumps({"reply": scripted.reply}))
+        return {"role": "assistant", "content": scripted.reply}
+
+
+def _calling(call_id: str, name: str, arguments: str, *, content: str | None = None) -> dict[str, Any]:
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    return {"role": "assistant", "content": content, "tool_calls": [call]}
+
+
+def _completion(model: str, message: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-stand-in",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+            }
+        ],
+    }
+
+
+def _error(status: int, message: str, code: str) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": "error", "code": code}}, status_code=status)
+
+
+def eval_ids() -> list[str]:
+    """The example bundle's eval tasks' ids, by index."""
+    from tst.support.harbor import HARBOR
+
+    return [task.id for task in load_bundle(HARBOR).tasks("eval")]
+
+
+def start_stand_in(
+    serve: Callable[[Any], Any], plays: Mapping[str, Sequence[str]] | None = None, **options: Any
+) -> tuple[ChatStandIn, str]:
+    """A stand-in for the example bundle's eval split, served by the `serve` fixture; it and its `/v1` URL."""
+    from tst.support.harbor import HARBOR
+
+    scripted = ChatStandIn(load_bundle(HARBOR), "eval", plays or {}, **options)
+    return scripted, f"{serve(scripted.app).url}/v1"

@@ -1,0 +1,109 @@
+"""`agent-env eval`: a user measures a model at a chat-completions endpoint on the example bundle."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+from agent_env.cli import main
+from tst.support.chat_stand_in import API_KEY, MODEL, eval_ids, start_stand_in
+from tst.support.harbor import HARBOR
+
+IDS = eval_ids()
+
+
+def eval_args(url: str, *extra: str, model: str = MODEL) -> list[str]:
+    return [
+        "eval",
+        str(HARBOR),
+        "--model-url",
+        url,
+        "--model",
+        model,
+        "--api-key-env",
+        "STAND_IN_KEY",
+        *extra,
+    ]
+
+
+def test_eval_prints_progress_on_stderr_then_a_table_per_task_and_totals_and_writes_results_json(
+    serve, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("STAND_IN_KEY", API_KEY)
+    _, url = start_stand_in(serve, {IDS[0]: ["solve", "text"], IDS[2]: ["solve", "solve"]})
+
+    code = main(eval_args(url, "-n", "2", "--out", str(tmp_path)))
+
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert "eval: 22/22 episodes, mean score 0.14, 0 errors" in err
+    table = out.split("\n\n")[0].splitlines()[2:]
+    rows = {line.split()[1]: line.split() for line in table}
+    assert rows[IDS[0]][2:6] == ["2", "0.50", "0.50", "1.00"]
+    assert rows[IDS[2]][2:6] == ["2", "1.00", "1.00", "1.00"]
+    assert rows["11"][:6] == ["all", "11", "tasks", "22", "0.14", "0.14"]
+    assert f"results.json and the trajectories are in {tmp_path}" in out
+    assert json.loads((tmp_path / "results.json").read_text())["settings"]["model_url"] == url
+    assert list(tmp_path.glob("trajectories-*.jsonl"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def one_line_before_any_episode(capsys, code: int, tmp_path) -> str:
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == "" and "episodes" not in err
+    assert not list(tmp_path.iterdir())
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_an_endpoint_that_does_not_answer_is_one_line_and_exit_2_before_any_episode(capsys, tmp_path):
+    code = main(eval_args(f"http://127.0.0.1:{free_port()}/v1", "--out", str(tmp_path)))
+
+    assert "no model server answers at http://127.0.0.1" in one_line_before_any_episode(
+        capsys, code, tmp_path
+    )
+
+
+def test_an_endpoint_that_refuses_the_key_is_one_line_and_exit_2_before_any_episode(
+    serve, capsys, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("STAND_IN_KEY", "sk-wrong")
+    scripted, url = start_stand_in(serve)
+
+    code = main(eval_args(url, "--out", str(tmp_path)))
+
+    assert "refused the API key (401)" in one_line_before_any_episode(capsys, code, tmp_path)
+    assert scripted.requests == []
+
+
+def test_a_model_the_endpoint_does_not_serve_is_one_line_and_exit_2_before_any_episode(
+    serve, capsys, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("STAND_IN_KEY", API_KEY)
+    scripted, url = start_stand_in(serve)
+
+    code = main(eval_args(url, "--out", str(tmp_path), model="gpt-nope"))
+
+    line = one_line_before_any_episode(capsys, code, tmp_path)
+    assert f"does not serve model 'gpt-nope' (it serves: {MODEL})" in line
+    assert scripted.requests == []
+
+
+def test_agent_env_eval_fails_at_import_without_its_extra_naming_the_install_line():
+    blocked = "import sys; sys.modules['openai'] = None; import agent_env.eval"
+    done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, timeout=120)
+
+    assert done.returncode != 0
+    assert (
+        "agent_env.eval needs openai, not installed here: pip install 'agentenv-framework[eval]'"
+        in done.stderr
+    )

@@ -1,0 +1,145 @@
+"""`evaluate(target, policy)`: the example bundle's eval split played over the wire by a scripted
+chat-completions server, as a user calls it from Python."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_env.eval import END_TURN, RESULTS_FILE, OpenAIPolicy, PlaySettings, evaluate
+from agent_env.recording import read_trajectories
+from tst.support.chat_stand_in import API_KEY, MODEL, eval_ids, start_stand_in
+from tst.support.harbor import HARBOR
+
+IDS = eval_ids()
+STORE, MOVE, STORE_THEN_MOVE, COUNT, MANIFEST = IDS[0], IDS[1], IDS[2], IDS[3], IDS[10]
+
+
+def policy(url: str, **options) -> OpenAIPolicy:
+    return OpenAIPolicy(url, MODEL, api_key=API_KEY, max_retries=2, **options)
+
+
+def test_each_task_s_pass_at_k_and_mean_are_what_its_scripted_samples_imply_and_results_json_says_so(
+    serve, tmp_path
+):
+    plays = {
+        STORE: ["solve", "text", "solve"],
+        STORE_THEN_MOVE: ["solve"] * 3,
+        MANIFEST: ["solve", "text", "text"],
+    }
+    _, url = start_stand_in(serve, plays)
+
+    result = evaluate(HARBOR, policy(url), samples=3, concurrency=4, model=MODEL, out=tmp_path)
+
+    by_id = {task.id: task for task in result.tasks}
+    assert (by_id[STORE].passed, by_id[STORE].pass_at_1, by_id[STORE].pass_at_k) == (
+        2,
+        pytest.approx(2 / 3),
+        1.0,
+    )
+    assert (by_id[STORE_THEN_MOVE].mean_score, by_id[STORE_THEN_MOVE].pass_at_k) == (1.0, 1.0)
+    assert (by_id[MANIFEST].pass_at_1, by_id[MANIFEST].pass_at_k) == (pytest.approx(1 / 3), 1.0)
+    assert by_id[COUNT].pass_at_k == 0.0 and by_id[COUNT].mean_score == 0.0
+    assert result.samples == 33 and result.errors == 0
+    assert result.pass_at_k == pytest.approx(3 / 11)
+    assert result.mean_score == pytest.approx((2 + 3 + 1) / 33)
+    written = json.loads((tmp_path / RESULTS_FILE).read_text())
+    assert written["model"] == MODEL and written["split"] == "eval" and written["settings"]["samples"] == 3
+    assert [t["id"] for t in written["tasks"]] == IDS
+    assert written["tasks"][0]["pass_at_1"] == pytest.approx(2 / 3)
+
+
+def test_every_sample_is_written_as_a_trajectory_of_what_the_client_saw(serve, tmp_path):
+    _, url = start_stand_in(serve, {STORE_THEN_MOVE: ["solve"], STORE: ["text"]})
+
+    evaluate(HARBOR, policy(url), model=MODEL, out=tmp_path)
+
+    trajectories = {t.task.id: t for t in read_trajectories(tmp_path)}
+    assert sorted(trajectories) == sorted(IDS)
+    played = trajectories[STORE_THEN_MOVE]
+    assert (played.recorded_by, played.model, played.score, played.outcome.kind) == (
+        "eval",
+        MODEL,
+        1.0,
+        "scored",
+    )
+    assert [turn.turn for turn in played.turns] == [1, 2]
+    assert [call.tool for turn in played.turns for call in turn.calls] == ["add_crate", "move_crate"]
+    assert all(
+        call.result is not None and call.error_code is None for turn in played.turns for call in turn.calls
+    )
+    assert played.turns[0].reply == "Stored." and played.turns[1].reply == "Moved."
+    assert played.verifiers and all(v.score == 1.0 for v in played.verifiers)
+    assert (
+        trajectories[STORE].score == 0.0 and trajectories[STORE].turns[0].reply == "I cannot help with that."
+    )
+    assert trajectories[MANIFEST].system_prompt
+
+
+def test_the_request_offers_the_toolset_s_tools_and_end_turn_and_answers_each_call_by_its_id(serve):
+    scripted, url = start_stand_in(serve, {STORE_THEN_MOVE: ["solve"]})
+
+    evaluate(HARBOR, policy(url), concurrency=1)
+
+    last = next(r for r in reversed(scripted.requests) if "Moved" not in str(r) and len(r["messages"]) > 6)
+    names = [tool["function"]["name"] for tool in last["tools"]]
+    assert names[-1] == END_TURN and "add_crate" in names
+    calls = [c["id"] for m in last["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+    answered = [m["tool_call_id"] for m in last["messages"] if m["role"] == "tool"]
+    assert calls == answered
+    assert [m["role"] for m in last["messages"]].count(
+        "user"
+    ) == 2  # the second turn's prompt is a user message
+
+
+def test_a_call_whose_arguments_do_not_parse_ends_the_turn_with_its_text_and_is_counted(serve, tmp_path):
+    _, url = start_stand_in(serve, {COUNT: ["malformed"]})
+
+    evaluate(HARBOR, policy(url), out=tmp_path)
+
+    played = next(t for t in read_trajectories(tmp_path) if t.task.id == COUNT)
+    assert (played.turns[0].invalid_tool_calls, played.turns[0].reply, played.turns[0].calls) == (
+        1,
+        "Let me look.",
+        [],
+    )
+    assert played.outcome.kind == "scored" and played.score == 0.0
+
+
+def test_max_tool_calls_ends_a_turn_once_it_has_made_that_many_calls(serve, tmp_path):
+    clear = IDS[5]  # clear-bay-100: two calls
+    _, url = start_stand_in(serve, {clear: ["solve"]})
+
+    evaluate(HARBOR, policy(url), settings=PlaySettings(max_tool_calls=1), out=tmp_path)
+
+    played = next(t for t in read_trajectories(tmp_path) if t.task.id == clear)
+    assert [call.tool for call in played.turns[0].calls] == ["remove_crate"]
+    assert played.score is not None and played.score < 1.0
+
+
+def test_a_request_that_fails_once_is_retried_and_its_sample_plays_on(serve):
+    scripted, url = start_stand_in(serve, {STORE: ["solve"]}, fail_first=1)
+
+    result = evaluate(HARBOR, policy(url), concurrency=1)
+
+    assert result.errors == 0
+    assert next(t for t in result.tasks if t.id == STORE).passed == 1
+    assert scripted.fail_first == 0
+
+
+def test_a_sample_whose_requests_fail_past_the_retries_is_an_error_reported_apart_never_a_score_of_0(
+    serve, tmp_path
+):
+    scripted, url = start_stand_in(serve, {STORE: ["solve", "solve"]}, down=frozenset({MOVE}))
+
+    result = evaluate(HARBOR, policy(url), samples=2, out=tmp_path)
+
+    moved = next(t for t in result.tasks if t.id == MOVE)
+    assert (moved.errors, moved.mean_score, moved.pass_at_k) == (2, None, None)
+    assert result.errors == 2 and result.mean_score == pytest.approx(2 / 20)
+    assert result.pass_at_k == pytest.approx(1 / 10)
+    errors = [t for t in read_trajectories(tmp_path) if t.outcome.kind == "error"]
+    assert len(errors) == 2 and all(t.score is None and "500" in t.outcome.reason for t in errors)
+    assert len([r for r in scripted.requests if r["messages"][1]["content"].startswith("Move")]) >= 6
+    assert json.loads((tmp_path / RESULTS_FILE).read_text())["errors"] == 2
