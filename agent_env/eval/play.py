@@ -39,7 +39,6 @@ from agent_env.trajectory import (
 )
 
 NOT_RUN = "not run: the turn had already ended"
-TURN_ENDED = "Your reply ended the turn."
 
 
 @dataclass(frozen=True)
@@ -122,18 +121,26 @@ class _Game:
         while True:
             turn = TurnRecord(turn=len(self.trajectory.turns) + 1, prompt=prompt)
             self.trajectory.turns.append(turn)
-            reply = self._turn(turn, messages, tools)
+            reply, ending_call = self._turn(turn, messages, tools)
             turn.reply = reply
             deadline = self.settings.reset_timeout_s
             answer = self._step(AgentEnvAction.end_turn(reply, timeout_s=deadline), deadline)
+            prompt = TASK_OVER if answer.done else (answer.prompt or [{"content": ""}])[-1].get("content", "")
+            # As in training: end_turn's answer is the next turn's prompt; a turn ended by text
+            # gets it as the next user message.
+            if ending_call is not None:
+                messages.append(_tool_message(ending_call, prompt))
+            elif not answer.done:
+                messages.append({"role": "user", "content": prompt})
             if answer.done:
                 self._scored(answer)
                 return
-            prompt = (answer.prompt or [{"content": ""}])[-1].get("content", "")
-            messages.append({"role": "user", "content": prompt})
 
-    def _turn(self, turn: TurnRecord, messages: list[Message], tools: list[dict[str, Any]]) -> str:
-        """Play one turn to its end; the reply that ends it."""
+    def _turn(
+        self, turn: TurnRecord, messages: list[Message], tools: list[dict[str, Any]]
+    ) -> tuple[str, ToolCall | None]:
+        """Play one turn to its end; the reply that ends it, and the `end_turn` call that did, if one
+        did (its answer, the next prompt, comes once the server has it)."""
         last_text = ""
         while True:
             try:
@@ -145,8 +152,8 @@ class _Game:
             messages.append(answer.as_message())
             last_text = answer.content or last_text
             if not answer.tool_calls:
-                return answer.content
-            ended = False
+                return answer.content, None
+            ended, ending_call = False, None
             for call in answer.tool_calls:
                 if ended:
                     messages.append(_tool_message(call, NOT_RUN))
@@ -156,14 +163,13 @@ class _Game:
                     ended = True
                 elif call.name == END_TURN:
                     reply = call.arguments.get("reply", "") if call.arguments else ""
-                    messages.append(_tool_message(call, TURN_ENDED))
-                    last_text, ended = str(reply), True
+                    last_text, ended, ending_call = str(reply), True, call
                 else:
                     messages.append(_tool_message(call, self._call(turn, call)))
                     limit = self.settings.max_tool_calls
                     ended = limit is not None and len(turn.calls) >= limit
             if ended:
-                return last_text
+                return last_text, ending_call
 
     def _call(self, turn: TurnRecord, call: ToolCall) -> str:
         """Run one tool call on the server; what the model is told."""

@@ -113,8 +113,16 @@ class ChatStandIn:
         if play == "malformed":
             return _calling(call_id, "list_crates", '{"bay": 4,', content="Let me look.")
         script: Script = load_solutions(self.bundle, self.split)[task_id]
-        turn = sum(1 for m in messages if m["role"] == "user")
-        since = messages[max(i for i, m in enumerate(messages) if m["role"] == "user") :]
+        # A turn opens with a user message, or with the answer to an end_turn call (the next prompt).
+        ending = {
+            c["id"]
+            for m in messages
+            for c in m.get("tool_calls") or []
+            if c["function"]["name"] == "end_turn"
+        }
+        opened = [i for i, m in enumerate(messages) if m["role"] == "user" or m.get("tool_call_id") in ending]
+        turn = len(opened)
+        since = messages[opened[-1] :]
         made = sum(len(m.get("tool_calls") or []) for m in since if m["role"] == "assistant")
         scripted = script.turns[turn - 1]
         if made < len(scripted.calls):

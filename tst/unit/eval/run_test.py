@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from agent_env import load_bundle
 from agent_env.eval import END_TURN, RESULTS_FILE, OpenAIPolicy, PlaySettings, evaluate
 from agent_env.recording import read_trajectories
 from tst.support.chat_stand_in import API_KEY, MODEL, eval_ids, start_stand_in
@@ -77,7 +78,9 @@ def test_every_sample_is_written_as_a_trajectory_of_what_the_client_saw(serve, t
     assert trajectories[MANIFEST].system_prompt
 
 
-def test_the_request_offers_the_toolset_s_tools_and_end_turn_and_answers_each_call_by_its_id(serve):
+def test_each_call_is_answered_by_its_id_and_end_turn_by_the_next_turn_s_prompt_as_in_training(
+    serve,
+):
     scripted, url = start_stand_in(serve, {STORE_THEN_MOVE: ["solve"]})
 
     evaluate(HARBOR, policy(url), concurrency=1)
@@ -88,9 +91,15 @@ def test_the_request_offers_the_toolset_s_tools_and_end_turn_and_answers_each_ca
     calls = [c["id"] for m in last["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
     answered = [m["tool_call_id"] for m in last["messages"] if m["role"] == "tool"]
     assert calls == answered
-    assert [m["role"] for m in last["messages"]].count(
-        "user"
-    ) == 2  # the second turn's prompt is a user message
+    second_prompt = load_bundle(HARBOR).tasks("eval")[_index(STORE_THEN_MOVE)].turns[1]
+    ending = next(
+        c["id"]
+        for m in last["messages"]
+        for c in m.get("tool_calls") or []
+        if c["function"]["name"] == END_TURN
+    )
+    assert [m["content"] for m in last["messages"] if m.get("tool_call_id") == ending] == [second_prompt]
+    assert [m["role"] for m in last["messages"]].count("user") == 1  # as in training: no user message more
 
 
 def test_a_call_whose_arguments_do_not_parse_ends_the_turn_with_its_text_and_is_counted(serve, tmp_path):
@@ -143,3 +152,7 @@ def test_a_sample_whose_requests_fail_past_the_retries_is_an_error_reported_apar
     assert len(errors) == 2 and all(t.score is None and "500" in t.outcome.reason for t in errors)
     assert len([r for r in scripted.requests if r["messages"][1]["content"].startswith("Move")]) >= 6
     assert json.loads((tmp_path / RESULTS_FILE).read_text())["errors"] == 2
+
+
+def _index(task_id: str) -> int:
+    return next(i for i, task in enumerate(load_bundle(HARBOR).tasks("eval")) if task.id == task_id)
