@@ -1,7 +1,9 @@
-"""`agent-env eval`: measure a model served at an OpenAI-compatible endpoint on a split of a bundle.
+"""`agent-env eval`: measure a model on a split of a bundle, at an OpenAI-compatible endpoint or local.
 
-The endpoint is checked before any episode (one line and exit 2 when it does not answer, refuses
-the key or does not serve the model); a progress line goes to stderr, then the table to stdout.
+With `--model-url`, `--model` is the model's name at that endpoint, which is checked before any
+episode (one line and exit 2 when it does not answer, refuses the key or does not serve the model).
+Without it, `--model` is a local Hugging Face model folder, loaded before any episode (one line and
+exit 2 when it is not one). A progress line goes to stderr, then the table to stdout.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from typing import Any
 def add_parser(commands: Any) -> None:
     """The `eval` subcommand, on the `agent-env` parser's subparsers."""
     parser = commands.add_parser(
-        "eval", help="play a split with a model at an OpenAI-compatible endpoint; per-task scores, pass@k"
+        "eval",
+        help="play a split with a model (an OpenAI-compatible endpoint's, or a local Hugging Face "
+        "folder); per-task scores, pass@k",
     )
     parser.add_argument(
         "target", help="a bundle folder (served in this process) or an agent_env server's URL"
@@ -25,10 +29,26 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--max-tool-calls", type=_positive, help="tool calls a turn may make (default: no bound)"
     )
-    parser.add_argument("--temperature", type=float, help="sampling temperature (default: the endpoint's)")
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        help="sampling temperature (default: the endpoint's; a local model's: 0, greedy)",
+    )
     parser.add_argument("--out", help="write results.json and the trajectories (JSON lines) to this folder")
-    parser.add_argument("--model-url", required=True, help="the endpoint, e.g. http://127.0.0.1:8001/v1")
-    parser.add_argument("--model", required=True, help="the model's name at the endpoint")
+    parser.add_argument(
+        "--model-url", help="the endpoint, e.g. http://127.0.0.1:8001/v1 (none: --model is a local folder)"
+    )
+    parser.add_argument(
+        "--model",
+        required=True,
+        help="the model's name at --model-url, or without it a local Hugging Face model folder",
+    )
+    parser.add_argument(
+        "--max-new-tokens",
+        type=_positive,
+        default=512,
+        help="a local model's tokens per answer (default: 512)",
+    )
     parser.add_argument("--api-key-env", help="the environment variable holding the endpoint's API key")
     parser.add_argument("--max-retries", type=int, default=3, help="retries of a failed request (default: 3)")
     parser.add_argument("--token", help="the agent_env server's bearer token (default: $AGENTENV_TOKEN)")
@@ -38,23 +58,24 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     err = sys.stderr
     try:
-        from agent_env.eval import EndpointError, OpenAIPolicy, PlaySettings, Progress, evaluate
+        from agent_env.eval import PlaySettings, Policy, Progress, evaluate
         from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
     except ImportError as exc:
         print(f"error: {exc}", file=err)
         return 1
-    policy = OpenAIPolicy.from_env(
-        args.model_url,
-        args.model,
-        api_key_env=args.api_key_env,
-        temperature=args.temperature,
-        max_retries=args.max_retries,
-    )
     try:
-        policy.check()
-    except EndpointError as exc:
+        policy: Policy = _endpoint_policy(args) if args.model_url else _local_policy(args)
+    except ImportError as exc:
+        print(f"error: {exc}", file=err)
+        return 1
+    except _UnplayableError as exc:
         print(f"error: {exc}", file=err)
         return 2
+    extra_settings: dict[str, Any] = {"temperature": args.temperature}
+    if args.model_url:
+        extra_settings |= {"model_url": args.model_url, "max_retries": args.max_retries}
+    else:
+        extra_settings |= {"max_new_tokens": args.max_new_tokens}
 
     def show(progress: Progress) -> None:
         mean = "-" if progress.mean_score is None else f"{progress.mean_score:.2f}"
@@ -79,24 +100,52 @@ def run(args: argparse.Namespace) -> int:
             token=args.token,
             out=args.out,
             progress=show,
-            extra_settings={
-                "temperature": args.temperature,
-                "model_url": args.model_url,
-                "max_retries": args.max_retries,
-            },
+            extra_settings=extra_settings,
         )
     except (ServerUnavailableError, UnknownSplitError, ValueError) as exc:
         print(f"error: {exc}", file=err)
         return 2
     print(result.table())
     if result.errors:
-        print(
-            f"\n{result.errors} samples failed at the model's endpoint: counted as errors, not scored",
-            file=err,
-        )
+        where = "at the model's endpoint" if args.model_url else "in the model's generation"
+        print(f"\n{result.errors} samples failed {where}: counted as errors, not scored", file=err)
     if args.out:
         print(f"\nresults.json and the trajectories are in {args.out}")
     return 0
+
+
+class _UnplayableError(Exception):
+    """The model cannot play (an endpoint that does not answer, a folder that is not a model)."""
+
+
+def _endpoint_policy(args: argparse.Namespace) -> Any:
+    """The endpoint's policy, checked before any episode."""
+    from agent_env.eval import EndpointError, OpenAIPolicy
+
+    policy = OpenAIPolicy.from_env(
+        args.model_url,
+        args.model,
+        api_key_env=args.api_key_env,
+        temperature=args.temperature,
+        max_retries=args.max_retries,
+    )
+    try:
+        policy.check()
+    except EndpointError as exc:
+        raise _UnplayableError(str(exc)) from None
+    return policy
+
+
+def _local_policy(args: argparse.Namespace) -> Any:
+    """The local folder's model, loaded before any episode (so a folder that is not one fails first)."""
+    from agent_env.eval.hf_policy import LocalModelError, TransformersPolicy
+
+    try:
+        return TransformersPolicy.from_folder(
+            args.model, max_new_tokens=args.max_new_tokens, temperature=args.temperature or 0.0
+        )
+    except LocalModelError as exc:
+        raise _UnplayableError(str(exc)) from None
 
 
 def _positive(text: str) -> int:

@@ -2,7 +2,8 @@
 
 Behind the `eval` extra (`pip install 'agentenv-framework[eval]'`). A policy turns the conversation
 and the tools into an assistant message; `OpenAIPolicy` is one for any OpenAI-compatible
-chat-completions endpoint. Samples play over the same session client the trainer uses.
+chat-completions endpoint, `TransformersPolicy` a local Hugging Face model (torch and trl, the
+trainer's, imported only when one is made). Samples play over the same session client the trainer uses.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from agent_env.eval._require import require_eval_extra as _require_eval_extra
 
 _require_eval_extra()
 
+from agent_env.eval.hf_policy import LocalModelError, TransformersPolicy  # noqa: E402
 from agent_env.eval.openai_policy import EndpointError, OpenAIPolicy  # noqa: E402
 from agent_env.eval.passk import pass_at_k  # noqa: E402
 from agent_env.eval.play import PlaySettings, VerifierInfo, play_sample  # noqa: E402
@@ -32,6 +34,7 @@ __all__ = [
     "AssistantMessage",
     "EndpointError",
     "EvalResult",
+    "LocalModelError",
     "Message",
     "OpenAIPolicy",
     "PlaySettings",
@@ -40,6 +43,7 @@ __all__ = [
     "Progress",
     "TaskResult",
     "ToolCall",
+    "TransformersPolicy",
     "VerifierInfo",
     "end_turn_tool",
     "evaluate",

@@ -46,7 +46,9 @@ AREAS: dict[str, Callable[[PurePosixPath], bool]] = {
 }
 # Imported without being declared, on purpose: TRL brings transformers, and classes.py uses it only when it
 # is installed (importlib.util.find_spec), lazily; trl_package_test.py proves the import never pulls it in.
-UNDECLARED = {"trl": {"transformers"}}
+# The eval area's local model (eval/hf_policy.py) imports torch, transformers and trl only when one is
+# made: they are the trainer's to pin, so the eval extra leaves them out and names them when missing.
+UNDECLARED = {"trl": {"transformers"}, "eval": {"torch", "transformers", "trl"}}
 DECLARED = notices.declared()
 PROVIDERS = importlib.metadata.packages_distributions()
 

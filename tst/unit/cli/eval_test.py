@@ -107,3 +107,21 @@ def test_agent_env_eval_fails_at_import_without_its_extra_naming_the_install_lin
         "agent_env.eval needs openai, not installed here: pip install 'agentenv-framework[eval]'"
         in done.stderr
     )
+
+
+def test_a_local_model_folder_that_is_not_a_model_is_one_line_and_exit_2_before_any_episode(capsys, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    not_a_model = tmp_path / "checkpoint"
+    not_a_model.mkdir()
+
+    code = main(["eval", str(HARBOR), "--model", str(not_a_model), "--out", str(out)])
+
+    line = one_line_before_any_episode(capsys, code, out)
+    assert f"{not_a_model} holds no config.json: pass a Hugging Face model folder" in line
+
+
+def test_a_local_model_folder_that_does_not_exist_is_one_line_and_exit_2_before_any_episode(capsys, tmp_path):
+    code = main(["eval", str(HARBOR), "--model", str(tmp_path / "nowhere")])
+
+    assert f"{tmp_path / 'nowhere'} does not exist" in one_line_before_any_episode(capsys, code, tmp_path)

@@ -1,0 +1,176 @@
+"""The policy of a local Hugging Face model: transformers' generation, TRL's parser for its template.
+
+Eval must read a completion exactly as training reads it, so nothing here parses by itself: the
+tokenizer gets its response template the way GRPOTrainer installs it (`add_response_schema`, for
+TRL's bundled chat templates), the prompt is rendered with the chat template GRPOTrainer would use
+(its training template when the model's is not prefix-preserving), and each completion goes through
+TRL's `parse_response`, prompt ids as the prefix and the tools' schemas for typing, as
+GRPOTrainer calls it. A completion it cannot parse as a tool call is plain text, which ends the
+turn. torch and trl are the trainer's to pin, so they are imported here only when a policy is made.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agent_env.eval._require import require_local_model
+from agent_env.eval.policy import AssistantMessage, Message, PolicyError, ToolCall
+
+DEFAULT_MAX_NEW_TOKENS = 512
+DEFAULT_SEED = 0
+
+
+class LocalModelError(Exception):
+    """The local model cannot play: what is wrong, in one line, and what to do."""
+
+
+class TransformersPolicy:
+    """`model.generate` over the chat template's rendering; temperature 0 is greedy, else seeded sampling.
+
+    One generation runs at a time (a model is not made for concurrent `generate` calls), so
+    `--concurrency` overlaps only the episodes' tool calls with generation.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+        temperature: float = 0.0,
+        seed: int = DEFAULT_SEED,
+    ) -> None:
+        require_local_model()
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        self.model, self.tokenizer = model, tokenizer
+        self.max_new_tokens, self.temperature, self.seed = max_new_tokens, temperature, seed
+        self._chat_template = _as_training_renders(tokenizer)
+        self._eos_ids = _eos_ids(model, tokenizer)
+        self._lock = threading.Lock()
+        self._calls = 0
+
+    @classmethod
+    def from_folder(cls, path: str | Path, **options: Any) -> TransformersPolicy:
+        """The model and tokenizer saved in `path` (`save_pretrained`), loaded offline-capable from disk."""
+        folder = Path(path)
+        if not (folder / "config.json").is_file():
+            problem = "does not exist" if not folder.exists() else "holds no config.json"
+            raise LocalModelError(
+                f"{folder} {problem}: pass a Hugging Face model folder (save_pretrained's) as --model, "
+                "or an endpoint's model name with --model-url"
+            )
+        require_local_model()
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(folder)
+            model = AutoModelForCausalLM.from_pretrained(folder)
+        except (OSError, ValueError, KeyError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise LocalModelError(f"{folder} is not a model transformers can load: {first}") from None
+        return cls(model, tokenizer, **options)
+
+    def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantMessage:
+        import torch
+        from trl.chat_template_utils import parse_response
+
+        rendered = self.tokenizer.apply_chat_template(
+            messages,
+            tools=tools or None,  # as GRPOTrainer: some templates render tool boilerplate for []
+            chat_template=self._chat_template,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+            return_tensors="pt",
+        )
+        prompt_ids = rendered["input_ids"].to(self.model.device)
+        attention_mask = rendered["attention_mask"].to(self.model.device)
+        sampling = self.temperature > 0
+        options: dict[str, Any] = (
+            {"do_sample": True, "temperature": self.temperature} if sampling else {"do_sample": False}
+        )
+        with self._lock:
+            self._calls += 1
+            try:
+                with torch.random.fork_rng(devices=[]), torch.no_grad():
+                    torch.manual_seed(self.seed + self._calls)
+                    generated = self.model.generate(
+                        input_ids=prompt_ids,
+                        attention_mask=attention_mask,
+                        max_new_tokens=self.max_new_tokens,
+                        pad_token_id=self.tokenizer.pad_token_id,
+                        **options,
+                    )
+            except (RuntimeError, ValueError) as exc:
+                raise PolicyError(f"generation failed: {type(exc).__name__}: {exc}") from None
+        completion = _until_eos(generated[0, prompt_ids.shape[1] :].tolist(), self._eos_ids)
+        schemas: list[dict[Any, Any] | Callable[..., Any]] = list(tools)
+        parsed = parse_response(self.tokenizer, completion, prefix=prompt_ids[0].tolist(), tools=schemas)
+        return _answer(parsed, self._calls)
+
+
+def _as_training_renders(tokenizer: Any) -> str | None:
+    """Install TRL's response template and pick the chat template as GRPOTrainer's `__init__` does."""
+    from trl.chat_template_utils import (
+        add_response_schema,
+        get_training_chat_template,
+        is_chat_template_prefix_preserving,
+        supports_tool_calling,
+    )
+
+    if not supports_tool_calling(tokenizer):
+        raise LocalModelError(
+            "the tokenizer's chat template cannot render tool calls (TRL's supports_tool_calling): "
+            "give it a tool-calling template, e.g. one of trl.chat_template_utils'"
+        )
+    try:
+        has_parser = any(
+            getattr(tokenizer, a, None) is not None for a in ("response_template", "response_schema")
+        )
+        if not has_parser:
+            add_response_schema(tokenizer)
+        if is_chat_template_prefix_preserving(tokenizer):
+            return None
+        template: str | None = get_training_chat_template(tokenizer)
+        return template
+    except ValueError as exc:
+        raise LocalModelError(
+            f"TRL cannot parse this chat template's tool calls, so neither could training: {exc}"
+        ) from None
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
+    """Every id that ends a completion: the model's declared eos ids and the tokenizer's, as GRPOTrainer."""
+    declared = model.generation_config.eos_token_id
+    ids = set() if declared is None else {declared} if isinstance(declared, int) else set(declared)
+    if tokenizer.eos_token_id is not None:
+        ids.add(tokenizer.eos_token_id)
+    return ids
+
+
+def _until_eos(ids: list[int], eos_ids: set[int]) -> list[int]:
+    """The completion up to and including its first eos, as GRPOTrainer masks it."""
+    end = next((i for i, token in enumerate(ids) if token in eos_ids), None)
+    return ids if end is None else ids[: end + 1]
+
+
+def _answer(parsed: dict[str, Any], call: int) -> AssistantMessage:
+    """TRL's parsed message as this package's answer; a call of another type is kept, as invalid."""
+    calls = []
+    for n, raw in enumerate(parsed.get("tool_calls") or []):
+        call_id = f"call_{call}_{n}"
+        function = raw.get("function", raw) if raw.get("type", "function") == "function" else None
+        if function is None:
+            calls.append(ToolCall(call_id, "", ""))
+            continue
+        arguments = function.get("arguments")
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        calls.append(ToolCall.parsed(call_id, str(function.get("name", "")), text))
+    return AssistantMessage(str(parsed.get("content") or ""), tuple(calls))

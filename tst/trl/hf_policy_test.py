@@ -1,0 +1,146 @@
+"""A local Hugging Face model measured by `agent-env eval`: transformers' generation, TRL's parser.
+
+The model is the demo's tiny one, built offline. The evaluation runs its real generation (a random
+model, so it answers with text); the parsing tests stand in for `generate` only to choose what the
+completion says, and build it as the chat template itself renders a tool call.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+
+for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TRL_EXPERIMENTAL_SILENCE"):
+    os.environ[variable] = "1"
+
+import torch  # noqa: E402
+
+from agent_env import Trajectory, read_trajectories  # noqa: E402
+from agent_env.cli import main  # noqa: E402
+from agent_env.eval import PlaySettings, ToolCall, TransformersPolicy, evaluate  # noqa: E402
+from examples.train_grpo import tiny_model_and_tokenizer  # noqa: E402
+from tst.support.harbor import HARBOR  # noqa: E402
+
+ADD_CRATE = {
+    "type": "function",
+    "function": {
+        "name": "add_crate",
+        "description": "Store a crate in a bay.",
+        "parameters": {
+            "type": "object",
+            "properties": {"crate": {"type": "string"}, "bay": {"type": "integer"}},
+            "required": ["crate", "bay"],
+        },
+    },
+}
+ASKED = [{"role": "user", "content": "Store crate C1 in bay 2."}]
+
+
+def templated_call(tokenizer: Any, name: str, arguments: dict[str, Any]) -> str:
+    """The completion the chat template renders for an assistant message making this one call."""
+    call = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": {"name": name, "arguments": arguments}}],
+    }
+    prompt = tokenizer.apply_chat_template(
+        ASKED, tools=[ADD_CRATE], add_generation_prompt=True, tokenize=False
+    )
+    whole = tokenizer.apply_chat_template([*ASKED, call], tools=[ADD_CRATE], tokenize=False)
+    assert whole.startswith(prompt)
+    return str(whole[len(prompt) :]).rstrip("\n")
+
+
+def answering(policy: TransformersPolicy, completion: str) -> Any:
+    """`generate` standing in to write `completion` after the prompt, and nothing else."""
+    tokenizer = policy.tokenizer
+
+    def generate(input_ids: torch.Tensor, **_: Any) -> torch.Tensor:
+        ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
+        return torch.cat([input_ids, torch.tensor([ids], dtype=input_ids.dtype)], dim=-1)
+
+    return mock.patch.object(policy.model, "generate", side_effect=generate)
+
+
+def test_a_tool_call_in_the_templates_format_parses_through_trls_parser_into_a_typed_tool_call() -> None:
+    model, tokenizer = tiny_model_and_tokenizer()
+    policy = TransformersPolicy(model, tokenizer, max_new_tokens=8)
+    completion = templated_call(tokenizer, "add_crate", {"crate": "C1", "bay": 2})
+    assert "<tool_call>" in completion
+
+    with answering(policy, completion):
+        answer = policy(ASKED, [ADD_CRATE])
+
+    assert [(c.name, c.arguments, c.valid) for c in answer.tool_calls] == [
+        ("add_crate", {"crate": "C1", "bay": 2}, True)
+    ]
+    assert answer.content == ""
+    assert isinstance(answer.tool_calls[0], ToolCall)
+
+
+@pytest.mark.parametrize(
+    "completion",
+    [
+        '<tool_call>\n{"name": "add_crate", "argu\n</tool_call><|im_end|>',
+        "<tool_call>\nadd_crate(C1, 2)\n</tool_call><|im_end|>",
+        "Crate C1 is in bay 2.<|im_end|>",
+    ],
+    ids=["torn-json", "not-json", "prose"],
+)
+def test_a_completion_trls_parser_cannot_read_as_a_tool_call_stays_plain_text(completion: str) -> None:
+    model, tokenizer = tiny_model_and_tokenizer()
+    policy = TransformersPolicy(model, tokenizer, max_new_tokens=8)
+
+    with answering(policy, completion):
+        answer = policy(ASKED, [ADD_CRATE])
+
+    assert answer.tool_calls == ()
+    assert answer.content == completion.removesuffix("<|im_end|>")
+
+
+def test_eval_of_the_example_bundle_with_the_tiny_model_runs_to_the_end_and_every_trajectory_is_schema_valid(
+    tmp_path: Path,
+) -> None:
+    model, tokenizer = tiny_model_and_tokenizer()
+    policy = TransformersPolicy(model, tokenizer, max_new_tokens=12)
+
+    result = evaluate(
+        HARBOR,
+        policy,
+        split="eval",
+        samples=1,
+        concurrency=4,
+        settings=PlaySettings(max_tool_calls=2),
+        model="tiny",
+        out=tmp_path,
+    )
+
+    skipped: list[tuple[Path, int, str]] = []
+    trajectories = list(read_trajectories(tmp_path, skipped=lambda *line: skipped.append(line)))
+    assert skipped == []
+    assert len(trajectories) == len(result.tasks) == 11
+    assert all(isinstance(t, Trajectory) and t.recorded_by == "eval" for t in trajectories)
+    assert [t.outcome.kind for t in trajectories] == ["scored"] * 11
+    assert (tmp_path / "results.json").is_file()
+
+
+def test_agent_env_eval_with_a_saved_model_folder_as_model_plays_it_locally(
+    tmp_path: Path, capsys: Any
+) -> None:
+    model, tokenizer = tiny_model_and_tokenizer()
+    folder, out = tmp_path / "checkpoint", tmp_path / "out"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+    args = ["--model", str(folder), "--max-new-tokens", "4", "--max-tool-calls", "2", "--out", str(out)]
+    code = main(["eval", str(HARBOR), *args])
+
+    printed, err = capsys.readouterr()
+    assert code == 0, err
+    assert "eval: 11/11 episodes" in err and "0 errors" in err
+    assert len(list(read_trajectories(out))) == 11
+    assert "all    11 tasks" in printed
