@@ -51,7 +51,7 @@ if _typing.TYPE_CHECKING:
         sandbox_provider,
     )
     from agent_env.served import Served, ServedTask, serve_bundle
-    from agent_env.specs import AccessChange, TaskSpec, ToolsetSpec
+    from agent_env.specs import AccessChange, TaskSpec, ToolsetSpec, VerifierSummary
     from agent_env.task import Agent, Task
     from agent_env.tools import Tool, tool
     from agent_env.toolset import BASH_TOOL, Toolset, toolset_name
@@ -114,7 +114,7 @@ else:
                 "sandbox_provider",
             ],
             "agent_env.served": ["Served", "ServedTask", "serve_bundle"],
-            "agent_env.specs": ["AccessChange", "TaskSpec", "ToolsetSpec"],
+            "agent_env.specs": ["AccessChange", "TaskSpec", "ToolsetSpec", "VerifierSummary"],
             "agent_env.task": ["Agent", "Task"],
             "agent_env.tools": ["Tool", "tool"],
             "agent_env.toolset": ["BASH_TOOL", "Toolset", "toolset_name"],
@@ -186,6 +186,7 @@ __all__ = [
     "TurnRecord",
     "VerifierContext",
     "VerifierRecord",
+    "VerifierSummary",
     "__version__",
     "build_sandbox_image",
     "load_bundle",

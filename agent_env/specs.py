@@ -58,6 +58,16 @@ class ToolsetSpec(BaseModel):
     )
 
 
+class VerifierSummary(BaseModel):
+    """A verifier as the Task API describes it: its type and its weight in the task's score (what it
+    checks stays on the server, so no client can fit its answer to it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: str
+    weight: float
+
+
 class TaskSpec(BaseModel):
     """A task as the Task API describes it."""
 
@@ -69,3 +79,4 @@ class TaskSpec(BaseModel):
     prompt: list[dict[str, str]]
     turns: int
     toolset: ToolsetSpec
+    verifiers: tuple[VerifierSummary, ...] = ()

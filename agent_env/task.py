@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_env.sandbox.config import SandboxConfig
-from agent_env.specs import DEFAULT_ROLE, AccessChange
+from agent_env.specs import DEFAULT_ROLE, AccessChange, VerifierSummary
 from agent_env.specs import TaskSpec as TaskSpec  # re-exported: its first home
 from agent_env.toolset import Toolset
 from agent_env.verifiers import BashCheck, Verifier, VerifierSpec
@@ -130,4 +130,5 @@ class Task:
             prompt=self.prompt,
             turns=len(self.turns),
             toolset=self.toolset.spec,
+            verifiers=tuple(VerifierSummary(type=v.spec.type, weight=v.spec.weight) for v in self.verifiers),
         )

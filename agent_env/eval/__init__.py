@@ -15,7 +15,7 @@ _require_eval_extra()
 from agent_env.eval.hf_policy import LocalModelError, TransformersPolicy  # noqa: E402
 from agent_env.eval.openai_policy import EndpointError, OpenAIPolicy  # noqa: E402
 from agent_env.eval.passk import pass_at_k  # noqa: E402
-from agent_env.eval.play import PlaySettings, VerifierInfo, play_sample  # noqa: E402
+from agent_env.eval.play import PlaySettings, play_sample  # noqa: E402
 from agent_env.eval.policy import (  # noqa: E402
     END_TURN,
     AssistantMessage,
@@ -44,7 +44,6 @@ __all__ = [
     "TaskResult",
     "ToolCall",
     "TransformersPolicy",
-    "VerifierInfo",
     "end_turn_tool",
     "evaluate",
     "pass_at_k",

@@ -25,7 +25,7 @@ from agent_env.eval.policy import (
     end_turn_tool,
 )
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
-from agent_env.specs import TaskSpec
+from agent_env.specs import TaskSpec, VerifierSummary
 from agent_env.training.trl.rollout import TASK_OVER
 from agent_env.training.trl.session import ServerRefusedError, SessionClient, SessionLostError
 from agent_env.trajectory import (
@@ -51,14 +51,6 @@ class PlaySettings:
     connect_timeout_s: float = 10.0
 
 
-@dataclass(frozen=True)
-class VerifierInfo:
-    """A verifier's type and weight: the wire sends only scores, so they come from the bundle if known."""
-
-    type: str
-    weight: float
-
-
 class _EpisodeOverError(Exception):
     """The episode cannot go on: `outcome` says how it ended."""
 
@@ -75,7 +67,6 @@ def play_sample(
     model: str | None,
     settings: PlaySettings = PlaySettings(),
     token: str | None = None,
-    verifiers: Sequence[VerifierInfo] = (),
 ) -> Trajectory:
     """Play `task` once on a session of its own; the trajectory, whatever happened."""
     started = time.time()
@@ -89,7 +80,7 @@ def play_sample(
     session = SessionClient(url, connect_timeout_s=settings.connect_timeout_s, token=token)
     try:
         session.open()
-        _Game(session, policy, settings, trajectory, verifiers).play()
+        _Game(session, policy, settings, trajectory, task.verifiers).play()
     except _EpisodeOverError as ended:
         trajectory.outcome = ended.outcome
     except Exception as exc:  # the server went away, or refused the session
@@ -107,7 +98,8 @@ class _Game:
     policy: Policy
     settings: PlaySettings
     trajectory: Trajectory
-    verifiers: Sequence[VerifierInfo]
+    verifiers: Sequence[VerifierSummary]
+    """The task's verifiers as the Task API lists them: the scores come with the last answer."""
 
     def play(self) -> None:
         deploy_started = time.monotonic()
@@ -210,10 +202,9 @@ class _Game:
 
     def _scored(self, answer: AgentEnvObservation) -> None:
         scores = answer.verifier_scores or []
-        infos = list(self.verifiers) or [VerifierInfo("unknown", 1.0 / len(scores))] * len(scores)
         self.trajectory.verifiers = [
-            VerifierRecord(type=info.type, weight=info.weight, score=score)
-            for info, score in zip(infos, scores, strict=False)
+            VerifierRecord(type=verifier.type, weight=verifier.weight, score=score)
+            for verifier, score in zip(self.verifiers, scores, strict=False)
         ]
         self.trajectory.score = answer.reward
         self.trajectory.outcome = OutcomeRecord(kind="scored", reason=TASK_OVER)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_env.bundle import Bundle, load_bundle
-from agent_env.eval.play import PlaySettings, VerifierInfo, play_sample
+from agent_env.eval.play import PlaySettings, play_sample
 from agent_env.eval.policy import Policy
 from agent_env.eval.results import EvalResult, eval_result
 from agent_env.openenv.tokens import resolve_token
@@ -73,7 +73,6 @@ def evaluate(
                 model=model,
                 settings=settings,
                 token=token,
-                verifiers=served.verifiers(task),
             )
             if recorder is not None:
                 recorder.record(trajectory)
@@ -129,13 +128,12 @@ class _Target:
     def __init__(self, target: str | Path | Bundle, token: str | None, concurrency: int) -> None:
         from agent_env.training.trl.taskapi import TaskAPI
 
-        self._bundle: Bundle | None = None
         self._server: BackgroundServer | None = None
         if isinstance(target, Bundle) or Path(target).is_dir():
             from agent_env.openenv import BackgroundServer, build_app
 
-            self._bundle = target if isinstance(target, Bundle) else load_bundle(target)
-            app = build_app(self._bundle, max_concurrent_envs=concurrency, token=token)
+            bundle = target if isinstance(target, Bundle) else load_bundle(target)
+            app = build_app(bundle, max_concurrent_envs=concurrency, token=token)
             self._server = BackgroundServer(app).start()
             url = self._server.url
         else:
@@ -150,13 +148,6 @@ class _Target:
 
     def tasks(self, split: str) -> list[TaskSpec]:
         return self._api.tasks(split)
-
-    def verifiers(self, task: TaskSpec) -> list[VerifierInfo]:
-        """The task's verifiers' types and weights, when its bundle is known here."""
-        if self._bundle is None:
-            return []
-        played = self._bundle.task(task.split, task.index)
-        return [VerifierInfo(v.spec.type, v.spec.weight) for v in played.verifiers]
 
     def close(self) -> None:
         if hasattr(self, "_api"):

@@ -20,6 +20,7 @@ from agent_env import (
     Tool,
     ToolsetSpec,
     TurnEnd,
+    VerifierSummary,
 )
 from agent_env.episode import Episode
 from agent_env.testing import FakeTask, Gate, Score, calls, fake_served
@@ -103,6 +104,7 @@ def test_fake_tasks_are_served_with_specs_giving_split_index_prompt_turns_and_to
             toolset=ToolsetSpec(
                 name="fake", envs=("fake",), role="default", tools=(Tool.from_function(weigh).schema,)
             ),
+            verifiers=(VerifierSummary(type="function", weight=1.0),),
         ),
         TaskSpec(
             id="file",
@@ -118,6 +120,7 @@ def test_fake_tasks_are_served_with_specs_giving_split_index_prompt_turns_and_to
                 bash=True,
                 tools=(BASH_TOOL,),
             ),
+            verifiers=(VerifierSummary(type="function", weight=1.0),),
         ),
     ]
     assert (served["eval"][0].spec.split, served["eval"][0].spec.index) == ("eval", 0)

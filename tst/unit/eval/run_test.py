@@ -156,3 +156,21 @@ def test_a_sample_whose_requests_fail_past_the_retries_is_an_error_reported_apar
 
 def _index(task_id: str) -> int:
     return next(i for i, task in enumerate(load_bundle(HARBOR).tasks("eval")) if task.id == task_id)
+
+
+def test_a_server_at_a_url_with_a_token_is_played_as_a_bundle_is_and_its_verifiers_come_from_the_task_api(
+    serve, tmp_path
+):
+    from agent_env.openenv import build_app
+
+    _, url = start_stand_in(serve, {STORE: ["solve"], MOVE: ["text"]})
+    server = serve(build_app(HARBOR, token="tok-eval-3"))
+
+    result = evaluate(server.url, policy(url), token="tok-eval-3", out=tmp_path)
+
+    by_id = {task.id: task for task in result.tasks}
+    assert (by_id[STORE].pass_at_1, by_id[MOVE].pass_at_1, result.errors) == (1.0, 0.0, 0)
+    stored = next(t for t in read_trajectories(tmp_path) if t.task.id == STORE)
+    expected = load_bundle(HARBOR).tasks("eval")[_index(STORE)].verifiers
+    assert [(v.type, v.weight) for v in stored.verifiers] == [(v.spec.type, v.spec.weight) for v in expected]
+    assert [v.score for v in stored.verifiers] == [1.0] * len(expected)
