@@ -1,7 +1,8 @@
 """Writing trajectories to a folder, one JSON line each, without ever holding up an episode.
 
-`TrajectoryRecorder.record` only puts the trajectory on a bounded queue; a daemon thread of the
-recorder's own redacts it, writes it as one line and flushes it. Files are named
+`TrajectoryRecorder.record` redacts the trajectory into a line of JSON and puts it on a bounded
+queue; a daemon thread of the recorder's own takes what gathered there every `_GATHER_S`, writes it
+and flushes it. Files are named
 `trajectories-<time>-<pid>-<n>.jsonl` and roll once they reach `max_mb`. A disk that is slow only
 lengthens the queue; one that fails (full, gone, read-only) or a queue that is full drops that
 trajectory, logged, and the next one is tried afresh: recording never stops a server.
@@ -10,6 +11,7 @@ trajectory, logged, and the next one is tried afresh: recording never stops a se
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -31,6 +33,11 @@ log = logging.getLogger("agent_env.recording")
 DEFAULT_MAX_MB = 100.0
 REDACTED = "[redacted]"
 _QUEUE_SIZE = 10_000
+_BATCH = 1024
+"""The most trajectories written in one write."""
+_GATHER_S = 0.2
+"""How long the writer lets trajectories gather before it writes them: waking the writer for each
+one would take the interpreter's lock from the server's event loop hundreds of times a second."""
 _CLOSE_WAIT_S = 10.0
 _STOP = object()
 
@@ -43,6 +50,10 @@ class Redaction:
     keys: frozenset[str] = frozenset()
     values: tuple[str, ...] = ()
 
+    @property
+    def empty(self) -> bool:
+        return not self.keys and not self.values
+
     @classmethod
     def of(
         cls, *, keys: Iterable[str] = (), env: Iterable[str] = (), values: Iterable[str] = ()
@@ -53,9 +64,7 @@ class Redaction:
 
     def apply(self, data: Any) -> Any:
         """`data` (JSON-ready) with every secret replaced by `REDACTED`."""
-        if not self.keys and not self.values:
-            return data
-        return self._walk(data)
+        return data if self.empty else self._walk(data)
 
     def _walk(self, node: Any) -> Any:
         if isinstance(node, str):
@@ -97,11 +106,18 @@ class TrajectoryRecorder:
         return sorted(self.folder.glob("trajectories-*.jsonl"))
 
     def record(self, trajectory: Trajectory) -> None:
-        """Queue `trajectory` to be written; never blocks (a full queue drops it, logged)."""
+        """Queue `trajectory` to be written; never blocks (a full queue drops it, logged).
+
+        It is made a line of JSON here, at once: a queue of model objects that outlive a collection
+        of the young would push the server's whole heap through the garbage collector's full passes.
+        """
         if self._closed:
             return
+        line = self._line(trajectory)
+        if line is None:
+            return
         try:
-            self._queue.put_nowait(trajectory)
+            self._queue.put_nowait(line)
         except queue.Full:
             self._dropped("the recorder's queue is full (the disk is slower than the episodes)")
 
@@ -127,37 +143,62 @@ class TrajectoryRecorder:
 
     def _write_all(self) -> None:
         while True:
-            item = self._queue.get()
+            batch = [self._queue.get()]
+            time.sleep(_GATHER_S)
+            with contextlib.suppress(queue.Empty):  # whatever else waits goes out in the same write
+                while len(batch) < _BATCH:
+                    batch.append(self._queue.get_nowait())
             try:
-                if item is _STOP:
+                lines = [item for item in batch if isinstance(item, str)]
+                if lines:
+                    self._write(lines)
+                if any(item is _STOP for item in batch):
                     self._close_file()
                     return
-                assert isinstance(item, Trajectory)
-                self._write(item)
             finally:
-                self._queue.task_done()
+                for _ in batch:
+                    self._queue.task_done()
 
-    def _write(self, trajectory: Trajectory) -> None:
+    def _line(self, trajectory: Trajectory) -> str | None:
+        """The trajectory as one line of JSON, redacted; None (and dropped) if JSON cannot hold it."""
         try:
-            line = json.dumps(self.redaction.apply(trajectory.model_dump(mode="json")), ensure_ascii=False)
-        except Exception as exc:  # a value JSON cannot hold: that trajectory alone is lost
+            if self.redaction.empty:
+                return trajectory.model_dump_json()
+            return json.dumps(self.redaction.apply(trajectory.model_dump(mode="json")), ensure_ascii=False)
+        except Exception as exc:
             self._dropped(f"it could not be written as JSON: {type(exc).__name__}: {exc}")
-            return
-        size = len(line.encode()) + 1
-        try:
-            file = self._current(size)
-            file.write(line + "\n")
-            file.flush()
-        except OSError as exc:
-            self._close_file()
-            self._dropped(f"writing to {self.folder} failed: {exc}")
-            return
-        self._file_bytes += size
-        self.written += 1
+            return None
 
-    def _current(self, size: int) -> IO[str]:
-        if self._file is not None and self._file_bytes + size > self.max_bytes and self._file_bytes > 0:
-            self._close_file()
+    def _write(self, lines: list[str]) -> None:
+        """Write `lines` in order: one write and one flush per file they go to, rolling as they fill it."""
+        pending = [(line + "\n", len(line.encode()) + 1) for line in lines]
+        while pending:
+            if (
+                self._file is not None
+                and self._file_bytes > 0
+                and self._file_bytes + pending[0][1] > self.max_bytes
+            ):
+                self._close_file()
+            room = self.max_bytes - (self._file_bytes if self._file is not None else 0)
+            taken, size = 1, pending[0][1]
+            while taken < len(pending) and size + pending[taken][1] <= room:
+                size += pending[taken][1]
+                taken += 1
+            chunk, pending = pending[:taken], pending[taken:]
+            try:
+                file = self._open()
+                file.write("".join(text for text, _ in chunk))
+                file.flush()
+            except OSError as exc:
+                self._close_file()
+                for _ in chunk:
+                    self._dropped(f"writing to {self.folder} failed: {exc}")
+                continue
+            self._file_bytes += size
+            self.written += len(chunk)
+
+    def _open(self) -> IO[str]:
+        """The file being written, opened if there is none."""
         if self._file is None:
             self._files += 1
             stamp = time.strftime("%Y%m%dT%H%M%S")

@@ -114,69 +114,77 @@ class Trajectory(_Record):
 
 
 def trajectory_of(episode: Episode, *, client: str | None = None) -> Trajectory:
-    """The trajectory of an episode, from its events; complete once it is torn down."""
+    """The trajectory of an episode, from its events; complete once it is torn down.
+
+    It is built as plain data and validated once, in one call: a server makes one per episode, on
+    its event loop, and a model per call and per turn would cost twice as much.
+    """
     task = episode.task
-    turns: list[TurnRecord] = []
-    deploy_s = verify_s = teardown_s = None
-    verifiers: list[VerifierRecord] = []
+    turns: list[dict[str, Any]] = []
+    timings: dict[str, float | None] = {"deploy_s": None, "verify_s": None, "teardown_s": None}
+    verifiers: list[dict[str, Any]] = []
     last_reply_at: float | None = None
-    pending: dict[int, ToolCallRecord] = {}
+    pending: dict[int, dict[str, Any]] = {}
     for event in episode.events:
         if isinstance(event, Deployed):
-            deploy_s = event.seconds
-            turns.append(TurnRecord(turn=1, prompt=task.turns[0]))
+            timings["deploy_s"] = event.seconds
+            turns.append(_turn_record(1, task.turns[0]))
         elif isinstance(event, ToolCalled):
-            record = ToolCallRecord(tool=event.tool, arguments=dict(event.arguments))
-            _turn(turns, event.turn, task.turns).calls.append(record)
+            record = {"tool": event.tool, "arguments": dict(event.arguments)}
+            _turn(turns, event.turn, task.turns)["calls"].append(record)
             pending[event.turn] = record
         elif isinstance(event, ToolAnswered):
             answered = pending.pop(event.turn, None)
             if answered is not None:
-                answered.result, answered.seconds = event.result, event.seconds
-                answered.error_code, answered.error = event.error_code, event.error
+                answered.update(
+                    result=event.result, error_code=event.error_code, error=event.error, seconds=event.seconds
+                )
         elif isinstance(event, TurnEnded):
-            _turn(turns, event.turn, task.turns).reply = event.reply
+            _turn(turns, event.turn, task.turns)["reply"] = event.reply
             if event.prompt is not None:
-                turns.append(TurnRecord(turn=event.turn + 1, prompt=event.prompt))
+                turns.append(_turn_record(event.turn + 1, event.prompt))
             last_reply_at = event.at
         elif isinstance(event, Scored):
             if last_reply_at is not None:
-                verify_s = event.at - last_reply_at
+                timings["verify_s"] = event.at - last_reply_at
             verifiers = [
-                VerifierRecord(type=verifier.spec.type, weight=verifier.spec.weight, score=score)
+                {"type": verifier.spec.type, "weight": verifier.spec.weight, "score": score}
                 for verifier, score in zip(task.verifiers, event.verifier_scores, strict=False)
             ]
         elif isinstance(event, TornDown):
-            teardown_s = event.seconds
+            timings["teardown_s"] = event.seconds
     outcome = episode.outcome
     ended_at = episode.events[-1].at if episode.events else None
     started_at = episode.started_at
-    return Trajectory(
-        recorded_by="server",
-        client=client,
-        task=TaskRef(split=task.split, index=task.index, id=task.id, toolset=task.toolset.name),
-        system_prompt=task.agent.system_prompt or None,
-        started_at=started_at,
-        ended_at=ended_at,
-        turns=turns,
-        verifiers=verifiers,
-        score=outcome.score if outcome is not None and outcome.kind == "scored" else None,
-        outcome=OutcomeRecord(
-            kind=outcome.kind if outcome is not None else "abandoned",
-            code=outcome.code if outcome is not None else None,
-            reason=outcome.reason if outcome is not None else "",
-        ),
-        timings=Timings(
-            deploy_s=deploy_s,
-            verify_s=verify_s,
-            teardown_s=teardown_s,
-            total_s=ended_at - started_at if ended_at is not None and started_at is not None else None,
-        ),
+    if ended_at is not None and started_at is not None:
+        timings["total_s"] = ended_at - started_at
+    return Trajectory.model_validate(
+        {
+            "recorded_by": "server",
+            "client": client,
+            "task": {"split": task.split, "index": task.index, "id": task.id, "toolset": task.toolset.name},
+            "system_prompt": task.agent.system_prompt or None,
+            "started_at": started_at,
+            "ended_at": ended_at,
+            "turns": turns,
+            "verifiers": verifiers,
+            "score": outcome.score if outcome is not None and outcome.kind == "scored" else None,
+            "outcome": {
+                "kind": outcome.kind if outcome is not None else "abandoned",
+                "code": outcome.code if outcome is not None else None,
+                "reason": outcome.reason if outcome is not None else "",
+            },
+            "timings": timings,
+        }
     )
 
 
-def _turn(turns: list[TurnRecord], number: int, prompts: tuple[str, ...]) -> TurnRecord:
+def _turn_record(number: int, prompt: str) -> dict[str, Any]:
+    return {"turn": number, "prompt": prompt, "calls": []}
+
+
+def _turn(turns: list[dict[str, Any]], number: int, prompts: tuple[str, ...]) -> dict[str, Any]:
     """The record of turn `number`, made if the events have not opened it (they always do)."""
-    if not turns or turns[-1].turn != number:
-        turns.append(TurnRecord(turn=number, prompt=prompts[number - 1] if number <= len(prompts) else ""))
+    if not turns or turns[-1]["turn"] != number:
+        turns.append(_turn_record(number, prompts[number - 1] if number <= len(prompts) else ""))
     return turns[-1]

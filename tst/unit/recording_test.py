@@ -78,12 +78,12 @@ def test_a_full_disk_drops_that_trajectory_logged_and_the_next_is_written_to_a_n
     recorder = TrajectoryRecorder(tmp_path)
     recorder.record(a_trajectory(0))
     assert recorder.flush()
-    opened = recorder._current
-    monkeypatch.setattr(recorder, "_current", lambda size: open("/dev/full", "a"))  # noqa: SIM115 - ENOSPC
+    opened = recorder._open
+    monkeypatch.setattr(recorder, "_open", lambda: open("/dev/full", "a"))  # noqa: SIM115 - ENOSPC
     with caplog.at_level(logging.ERROR, logger="agent_env.recording"):
         recorder.record(a_trajectory(1))
         assert recorder.flush()
-    monkeypatch.setattr(recorder, "_current", opened)
+    monkeypatch.setattr(recorder, "_open", opened)
     recorder.record(a_trajectory(2))
     recorder.close()
 
@@ -99,7 +99,7 @@ def test_recording_never_blocks_a_full_queue_drops_and_says_so(
     monkeypatch.setattr(recording, "_QUEUE_SIZE", 3)
     stuck = threading.Event()
     recorder = TrajectoryRecorder(tmp_path)
-    monkeypatch.setattr(recorder, "_write", lambda trajectory: stuck.wait(10))  # a disk that hangs
+    monkeypatch.setattr(recorder, "_write", lambda lines: stuck.wait(10))  # a disk that hangs
 
     started = time.monotonic()
     with caplog.at_level(logging.ERROR, logger="agent_env.recording"):
