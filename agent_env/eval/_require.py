@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
+from agent_env._extras import require_modules
 
 INSTALL = "pip install 'agentenv-framework[eval]'"
+LOCAL_MODEL_INSTALL = "pip install trl torch"
 
 
 def require_eval_extra() -> None:
     """Raise ImportError naming `[eval]` when a package the extra brings is missing."""
-    missing = []
-    for name in ("openai", "openenv", "datasets", "httpx"):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            missing.append(name)
-    if missing:
-        raise ImportError(f"agent_env.eval needs {', '.join(missing)}, not installed here: {INSTALL}")
-
-
-LOCAL_MODEL_INSTALL = "pip install trl torch"
+    require_modules(("openai", "openenv", "datasets", "httpx"), needed_by="agent_env.eval", install=INSTALL)
 
 
 def require_local_model() -> None:
@@ -28,14 +19,8 @@ def require_local_model() -> None:
     torch and TRL are the trainer's to pin, so the `eval` extra does not bring them; TRL brings
     transformers.
     """
-    missing = []
-    for name in ("torch", "transformers", "trl"):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            missing.append(name)
-    if missing:
-        raise ImportError(
-            f"a local model needs {', '.join(missing)}, not installed here: {LOCAL_MODEL_INSTALL} "
-            "(the versions your trainer pins)"
-        )
+    require_modules(
+        ("torch", "transformers", "trl"),
+        needed_by="a local model",
+        install=f"{LOCAL_MODEL_INSTALL} (the versions your trainer pins)",
+    )

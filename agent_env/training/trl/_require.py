@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import importlib
+from agent_env._extras import require_modules
 
 INSTALL = "pip install 'agentenv-framework[trl]'"
 
 
 def require_trl_extra() -> None:
     """Raise ImportError naming `[trl]` when a package the extra brings is missing."""
-    missing = []
-    for name in ("openenv", "datasets", "httpx"):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            missing.append(name)
-    if missing:
-        raise ImportError(
-            f"agent_env.training.trl needs {', '.join(missing)}, not installed here: {INSTALL} "
-            "(TRL itself is yours to pin)"
-        )
+    require_modules(
+        ("openenv", "datasets", "httpx"),
+        needed_by="agent_env.training.trl",
+        install=f"{INSTALL} (TRL itself is yours to pin)",
+    )

@@ -128,6 +128,7 @@ def test_a_harbor_task_spec_has_the_agents_system_prompt_then_the_first_turn_and
         ],
         "turns": 1,
         "toolset": {"name": "dock", "envs": ["dock"], "role": "default", "access": [], "bash": False},
+        "verifiers": [{"type": "items", "weight": 1.0}],
     }
     assert two_turns["id"] == "store-then-move-000"
     assert two_turns["turns"] == 2 == len(TRAIN[2]["turns"])
@@ -388,6 +389,7 @@ def test_a_task_without_a_system_prompt_is_prompted_with_its_first_turn_alone(se
         "prompt": [{"role": "user", "content": "How many crates are there?"}],
         "turns": 1,
         "toolset": {"name": "fake", "envs": ["fake"], "role": "default", "access": [], "bash": False},
+        "verifiers": [{"type": "function", "weight": 1.0}],
     }
 
 
@@ -417,6 +419,7 @@ def test_a_task_with_a_system_prompt_two_turns_a_role_access_changes_and_bash_de
             ],
             "bash": True,
         },
+        "verifiers": [{"type": "function", "weight": 1.0}],
     }
 
 

@@ -27,6 +27,7 @@ else:
 SHARED_WITH_THE_SERVER = {
     "agent_env",
     "agent_env._deadlines",
+    "agent_env._extras",
     "agent_env._lazy",
     "agent_env._private",
     "agent_env._private.openenv_client",
