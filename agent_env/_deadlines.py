@@ -26,33 +26,34 @@ class Deadline:
     """`async with Deadline(timeout_s):` raises `TimeoutError` once `timeout_s` has passed (`None`:
     never), or at once after `expire()`. `on_long` is called once, if the call lasts `LONG_S`."""
 
-    __slots__ = ("_loop", "_on_long", "_scope", "_timeout_s", "due", "long_at")
+    __slots__ = ("_on_long", "_scope", "_timeout_s", "_watchdog", "due", "long_at")
 
     def __init__(self, timeout_s: float | None, *, on_long: Callable[[], None] | None = None) -> None:
         self._timeout_s = timeout_s
         self._on_long = on_long
         self._scope = asyncio.Timeout(None)
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._watchdog: _Watchdog | None = None
         self.due: float | None = None
         self.long_at: float | None = None
 
     async def __aenter__(self) -> Deadline:
         await self._scope.__aenter__()
         if self._timeout_s is not None or self._on_long is not None:
-            self._loop = loop = asyncio.get_running_loop()
+            loop = asyncio.get_running_loop()
             now = loop.time()
             if self._timeout_s is not None:
                 self.due = now + self._timeout_s
             if self._on_long is not None:
                 self.long_at = now + LONG_S
-            _watchdog(loop).watch(self)
+            self._watchdog = _watchdog(loop)
+            self._watchdog.watch(self)
         return self
 
     async def __aexit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        if self._loop is not None:
-            _watchdog(self._loop).forget(self)
+        if self._watchdog is not None:
+            self._watchdog.forget(self)
         await self._scope.__aexit__(kind, error, trace)
 
     def expire(self) -> None:

@@ -20,7 +20,7 @@ import docstring_parser
 import pydantic
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agent_env._threads import call_maybe_async
+from agent_env._threads import call_as
 from agent_env.errors import EpisodeError, ErrorCode, ToolDefinitionError, validation_problems
 from agent_env.names import name_problem
 
@@ -119,6 +119,11 @@ class Tool:
         }
 
     @cached_property
+    def _is_async(self) -> bool:
+        """Whether `function` is a coroutine function: looked up once, not on every call."""
+        return inspect.iscoroutinefunction(self.function)
+
+    @cached_property
     def _argument_names(self) -> tuple[tuple[str, str], ...]:
         """Each argument's field in the arguments model, and its name."""
         return tuple((field, info.alias or field) for field, info in self.arguments.model_fields.items())
@@ -143,7 +148,7 @@ class Tool:
         kwargs = self.validate(arguments)
         bound = self.function.__get__(instance) if self.method and instance is not None else self.function
         try:
-            result = await call_maybe_async(bound, **kwargs)
+            result = await call_as(self._is_async, bound, **kwargs)
         except EpisodeError:
             raise
         except Exception as exc:

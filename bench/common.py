@@ -88,6 +88,24 @@ def server(
             process.wait()
 
 
+QUIET_POLL_S = 0.1
+QUIET_CPU_S = 0.005
+"""A server that used less CPU than this over one poll is quiet."""
+
+
+def settle(servers: Sequence[Server], within_s: float = 5.0) -> None:
+    """Wait until every server is quiet (the last round's sessions torn down), at most `within_s`:
+    what one round leaves to clean up then does not fall on the next round, run on another server."""
+    last = [served.cpu_s() for served in servers]
+    deadline = time.perf_counter() + within_s
+    while time.perf_counter() < deadline:
+        time.sleep(QUIET_POLL_S)
+        now = [served.cpu_s() for served in servers]
+        if all(after - before < QUIET_CPU_S for before, after in zip(last, now, strict=True)):
+            return
+        last = now
+
+
 def until(condition: Callable[[], bool], within_s: float, poll_s: float = 0.005) -> float | None:
     """Seconds until `condition` held, or None when it did not within `within_s`."""
     start = time.perf_counter()

@@ -1,15 +1,17 @@
 """2. Concurrency: many sessions playing episodes against one server process, through AgentEnv and bare.
 
 Each session plays episodes back to back (reset, 8 tool calls, end_turn, get_reward: 10 messages) for
-a fixed time, in four rounds alternating with the baselines' against servers up at once, after one
-untimed episode each round. The bare baseline sends the same 10 messages per episode with
-`GenericEnvClient`, every session on one event loop: the fastest OpenEnv's client goes. A second
-bare figure calls it as AgentEnv is called, as TRL calls an environment: each session's `.sync()`
-client on a thread of its own, blocking on each call (each such client runs a loop thread of its
-own). Targets on this machine: 256 sessions with zero errors, at least 1,000 tool calls/s through
-AgentEnv at 64 sessions, and there at least 0.8x the bare baseline's tool calls/s. Then 64 sessions
-play against a server that records every trajectory (`--record`) and against the same server
-without, in ten short alternating rounds: the recording one's tool calls/s within 5 % of the other's.
+a fixed time, in eight rounds alternating with the baselines' against servers up at once, after one
+untimed episode each round. Each round starts once both servers are quiet, so that the sessions the
+last round closed are not torn down during the next. The bare baseline sends the same 10 messages
+per episode with `GenericEnvClient`, every session on one event loop: the fastest OpenEnv's client
+goes. A second bare figure calls it as AgentEnv is called, as TRL calls an environment: each
+session's `.sync()` client on a thread of its own, blocking on each call (each such client runs a
+loop thread of its own). Targets on this machine: 256 sessions with zero errors, at least 1,000 tool
+calls/s through AgentEnv at 64 sessions, and there at least 0.8x the bare baseline's tool calls/s.
+Then 64 sessions play against a server that records every trajectory (`--record`) and against the
+same server without, in ten short alternating rounds: the recording one's tool calls/s within 5 % of
+the other's.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import Figure, Results, percentile, rollout, server
+from bench.common import Figure, Results, percentile, rollout, server, settle
 
 CALLS_PER_EPISODE = 8
 TARGET_CALLS_PER_S = 1000.0
@@ -178,7 +180,7 @@ def bare_one_loop(url: str, sessions: int, duration_s: float) -> Load:
 
 
 def run(results: Results, workdir: Path, *, quick: bool) -> None:
-    levels, duration_s, rounds = ([1, 8], 1.0, 2) if quick else ([1, 16, 64, 256], 8.0, 4)
+    levels, duration_s, rounds = ([1, 8], 1.0, 2) if quick else ([1, 16, 64, 256], 8.0, 8)
     kinds = (
         ("AgentEnv", "bundle", through_agentenv),
         ("bare OpenEnv", "bare", bare_one_loop),
@@ -192,6 +194,7 @@ def run(results: Results, workdir: Path, *, quick: bool) -> None:
             urls = {"bundle": served.url, "bare": baseline.url}
             for _ in range(rounds):
                 for name, kind, measure in kinds:
+                    settle([served, baseline])
                     loads.setdefault((name, sessions), Load()).add(
                         measure(urls[kind], sessions, duration_s / rounds)
                     )
@@ -262,6 +265,7 @@ def _recording(results: Results, workdir: Path, *, quick: bool) -> None:
     ):
         for _ in range(rounds):
             for name, url in ((RECORDING, recorder.url), (NOT_RECORDING, plain.url)):
+                settle([plain, recorder])
                 loads[name].add(through_agentenv(url, sessions, round_s))
     recorded, not_recorded = loads[RECORDING], loads[NOT_RECORDING]
     results.add(
