@@ -39,7 +39,7 @@ if _typing.TYPE_CHECKING:
         TurnEnded,
     )
     from agent_env.recording import Redaction, TrajectoryRecorder, read_trajectories
-    from agent_env.replay import PlayResult, Script, ScriptedCall, ScriptedTurn, load_solutions, play
+    from agent_env.replay import PlayResult, load_solutions, play
     from agent_env.sandbox import (
         CommandResult,
         DockerSandboxProvider,
@@ -51,7 +51,16 @@ if _typing.TYPE_CHECKING:
         sandbox_provider,
     )
     from agent_env.served import Served, ServedTask, serve_bundle
-    from agent_env.specs import AccessChange, TaskSpec, ToolsetSpec, VerifierSummary
+    from agent_env.specs import (
+        AccessChange,
+        Script,
+        ScriptedCall,
+        ScriptedTurn,
+        SolutionSpec,
+        TaskSpec,
+        ToolsetSpec,
+        VerifierSummary,
+    )
     from agent_env.task import Agent, Task
     from agent_env.tools import Tool, tool
     from agent_env.toolset import BASH_TOOL, Toolset, toolset_name
@@ -95,14 +104,7 @@ else:
                 "TurnEnded",
             ],
             "agent_env.recording": ["Redaction", "TrajectoryRecorder", "read_trajectories"],
-            "agent_env.replay": [
-                "PlayResult",
-                "Script",
-                "ScriptedCall",
-                "ScriptedTurn",
-                "load_solutions",
-                "play",
-            ],
+            "agent_env.replay": ["PlayResult", "load_solutions", "play"],
             "agent_env.sandbox": [
                 "CommandResult",
                 "DockerSandboxProvider",
@@ -114,7 +116,16 @@ else:
                 "sandbox_provider",
             ],
             "agent_env.served": ["Served", "ServedTask", "serve_bundle"],
-            "agent_env.specs": ["AccessChange", "TaskSpec", "ToolsetSpec", "VerifierSummary"],
+            "agent_env.specs": [
+                "AccessChange",
+                "Script",
+                "ScriptedCall",
+                "ScriptedTurn",
+                "SolutionSpec",
+                "TaskSpec",
+                "ToolsetSpec",
+                "VerifierSummary",
+            ],
             "agent_env.task": ["Agent", "Task"],
             "agent_env.tools": ["Tool", "tool"],
             "agent_env.toolset": ["BASH_TOOL", "Toolset", "toolset_name"],
@@ -167,6 +178,7 @@ __all__ = [
     "ScriptedTurn",
     "Served",
     "ServedTask",
+    "SolutionSpec",
     "Task",
     "TaskRef",
     "TaskSpec",

@@ -4,6 +4,7 @@
     envs/NAME.py         one Env subclass per module; the module's name is the env's name
     verifiers.py         optional: the bundle's own verifier functions
     tasks/SPLIT.jsonl    one task per line (or tasks/SPLIT.json: a list of tasks)
+    solutions/SPLIT.jsonl  optional: a reference play (a `Script`) per line, of a task of SPLIT
     files/...            optional: files tasks copy into their sandboxes
 
 Loading checks everything and reports every problem at once, each with its file, its line or field,
@@ -23,7 +24,7 @@ import sys
 import tomllib
 import traceback
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -33,7 +34,7 @@ from pydantic import ValidationError
 from agent_env.env import Env, EnvSpec
 from agent_env.errors import BundleError, EnvDefinitionError, Problem, validation_problems
 from agent_env.sandbox.registry import PROVIDERS
-from agent_env.specs import AccessChange
+from agent_env.specs import AccessChange, Script
 from agent_env.task import Agent, AgentConfig, BundleConfig, FileSource, Task, TaskEntry
 from agent_env.toolset import Toolset
 from agent_env.verifiers import VERIFIER_TYPES, FunctionCheck, ItemsCheck, Verifier, VerifierFunction
@@ -55,6 +56,8 @@ class Bundle:
     envs: Mapping[str, EnvSpec]
     agents: Mapping[str, Agent]
     splits: Mapping[str, tuple[Task, ...]]
+    solutions: Mapping[str, Mapping[str, Script]] = field(default_factory=dict)
+    """Split -> task id -> the task's reference play, from `solutions/SPLIT.jsonl`."""
 
     def tasks(self, split: str) -> tuple[Task, ...]:
         """The tasks of `split`, in index order."""
@@ -99,10 +102,11 @@ class _Loader:
         functions = self._functions(package)
         agents = self._agents(config, envs) if config else {}
         splits = self._splits(config, envs, agents, functions) if config else {}
+        solutions = self._solutions(splits)
         if self.problems or config is None:
             raise self.fail()
         name = config.name or self.root.name
-        return Bundle(name, self.root, config, envs, agents, splits)
+        return Bundle(name, self.root, config, envs, agents, splits, solutions)
 
     # bundle.toml
 
@@ -366,6 +370,68 @@ class _Loader:
             sandbox_settings=config.sandbox,
         )
 
+    # solutions/
+
+    def _solutions(self, splits: Mapping[str, tuple[Task, ...]]) -> dict[str, dict[str, Script]]:
+        folder = self.root / "solutions"
+        files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+        solutions: dict[str, dict[str, Script]] = {}
+        for file in files:
+            where = f"solutions/{file.name}"
+            split = file.stem
+            if split not in splits:
+                if not any((self.root / "tasks" / f"{split}{suffix}").exists() for suffix in _TASK_SUFFIXES):
+                    self.problem(
+                        where,
+                        f"split '{split}' has no tasks{_hint(split, splits)}: name the file after a "
+                        "split of tasks/, or delete it",
+                    )
+                continue  # else that split's tasks failed to load: those problems are reported
+            if not self._inside(file, where) or not self._small_enough(file, where):
+                continue
+            tasks = {task.id: task for task in splits[split]}
+            scripts: dict[str, Script] = {}
+            for line, raw in self._entries(file, where):
+                place = f"{where}:{line}"
+                script = self._script(place, raw, split, tasks)
+                if script is None:
+                    continue
+                if script.id in scripts:
+                    self.problem(place, f"a second solution of task '{script.id}'; keep one line per task")
+                    continue
+                scripts[script.id] = script
+            solutions[split] = scripts
+        return solutions
+
+    def _script(self, place: str, raw: Any, split: str, tasks: Mapping[str, Task]) -> Script | None:
+        try:
+            script = Script.model_validate(raw)
+        except ValidationError as exc:
+            label = (
+                f" (task '{raw['id']}')" if isinstance(raw, dict) and isinstance(raw.get("id"), str) else ""
+            )
+            for message in validation_problems(exc, noun="field"):
+                self.problem(f"{place}{label}", message)
+            return None
+        task = tasks.get(script.id)
+        if task is None:
+            if any(p.where.startswith(f"tasks/{split}.") for p in self.problems):
+                return None  # the task may be one that failed to load: that problem is reported
+            self.problem(
+                place,
+                f"task '{script.id}' is not a task of split '{split}'{_hint(script.id, tasks)}: "
+                f"a solution names a task of tasks/{split}.jsonl by its id",
+            )
+            return None
+        if len(script.turns) != len(task.turns):
+            self.problem(
+                f"{place} (task '{script.id}')",
+                f"the solution plays {_turns(len(script.turns))} and the task has {_turns(len(task.turns))}: "
+                'write one {"calls": [...], "reply": ...} per turn of the task',
+            )
+            return None
+        return script
+
     def _check_access(
         self,
         place: str,
@@ -474,6 +540,10 @@ class _Loader:
             where, f"'{path}' leaves the bundle (through '..' or a symlink); keep every file inside it"
         )
         return False
+
+
+def _turns(count: int) -> str:
+    return f"{count} turn{'s' if count != 1 else ''}"
 
 
 def _hint(name: str, choices: Iterable[str]) -> str:

@@ -9,37 +9,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from agent_env.bundle import Bundle
 from agent_env.episode import Episode
 from agent_env.errors import EpisodeError
-
-
-class ScriptedCall(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    tool: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-
-
-class ScriptedTurn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    calls: list[ScriptedCall] = Field(default_factory=list)
-    reply: str = ""
-
-
-class Script(BaseModel):
-    """A scripted play of one task, and the score it should get."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    turns: list[ScriptedTurn]
-    expected_score: float = Field(1.0, ge=0, le=1)
+from agent_env.specs import Script as Script  # re-exported: where a bundle's author finds them
+from agent_env.specs import ScriptedCall as ScriptedCall
+from agent_env.specs import ScriptedTurn as ScriptedTurn
 
 
 @dataclass
@@ -81,11 +57,6 @@ async def play(episode: Episode, turns: Sequence[ScriptedTurn]) -> PlayResult:
 
 
 def load_solutions(bundle: Bundle, split: str) -> dict[str, Script]:
-    """The reference plays of `split` by task id; empty when the bundle keeps none."""
-    file = bundle.path / "solutions" / f"{split}.jsonl"
-    if not file.is_file():
-        return {}
-    scripts = (
-        Script.model_validate_json(line) for line in file.read_text("utf-8").splitlines() if line.strip()
-    )
-    return {script.id: script for script in scripts}
+    """The reference plays of `split` by task id (checked when the bundle loaded); empty when the
+    bundle keeps none."""
+    return dict(bundle.solutions.get(split, {}))

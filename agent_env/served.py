@@ -1,4 +1,4 @@
-"""What a server serves: the splits and, for each task, its spec and a way to play it.
+"""What a server serves: the splits and, for each task, its spec, a way to play it and its reference play.
 
 The server sees tasks only through `ServedTask` (a spec, and a factory of `Episode`s), so tests can
 hand it fake tasks (`agent_env.testing`: real tasks whose steps are scripted), which it plays
@@ -16,15 +16,17 @@ from agent_env.bundle import Bundle, load_bundle
 from agent_env.episode import Episode
 from agent_env.sandbox.base import SandboxProvider
 from agent_env.sandbox.registry import sandbox_provider
-from agent_env.specs import TaskSpec
+from agent_env.specs import Script, TaskSpec
 
 
 @dataclass(frozen=True)
 class ServedTask:
-    """A task's spec, as the Task API gives it, and a factory of fresh episodes of it."""
+    """A task's spec, as the Task API gives it, a factory of fresh episodes of it, and its reference
+    play if it has one (a bundle's `solutions/SPLIT.jsonl`), which the Task API lists too."""
 
     spec: TaskSpec
     new_episode: Callable[[], Episode]
+    solution: Script | None = None
 
 
 Served = Mapping[str, Sequence[ServedTask]]
@@ -37,6 +39,13 @@ def serve_bundle(bundle: Bundle | str | Path, *, sandbox: str | SandboxProvider 
     settings = loaded.config.sandbox
     provider = sandbox_provider(sandbox if sandbox is not None else settings.provider, settings)
     return {
-        split: tuple(ServedTask(task.spec, partial(Episode, task, provider=provider)) for task in tasks)
+        split: tuple(
+            ServedTask(
+                task.spec,
+                partial(Episode, task, provider=provider),
+                loaded.solutions.get(split, {}).get(task.id),
+            )
+            for task in tasks
+        )
         for split, tasks in loaded.splits.items()
     }

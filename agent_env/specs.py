@@ -1,8 +1,10 @@
-"""What the Task API says of a task and its toolset: the models a server sends and a trainer reads.
+"""What the Task API says of a task, its toolset and its reference play: the models a server sends
+and a trainer reads.
 
 They are values of their own, with pydantic alone beneath them, so a trainer reads them without
 importing the engine that makes them (`Task.spec`, `Toolset.spec`). `agent_env.task` and
-`agent_env.toolset` re-export them, where a bundle's author finds them.
+`agent_env.toolset` re-export them, where a bundle's author finds them; `agent_env.replay` re-exports
+the scripts (a bundle's `solutions/SPLIT.jsonl` holds one per line).
 """
 
 from __future__ import annotations
@@ -80,3 +82,40 @@ class TaskSpec(BaseModel):
     turns: int
     toolset: ToolsetSpec
     verifiers: tuple[VerifierSummary, ...] = ()
+
+
+class ScriptedCall(BaseModel):
+    """One tool call of a scripted turn."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScriptedTurn(BaseModel):
+    """One scripted turn: its tool calls, in order, then the reply that ends it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    calls: list[ScriptedCall] = Field(default_factory=list)
+    reply: str = ""
+
+
+class Script(BaseModel):
+    """A scripted play of one task, and the score it should get."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    turns: list[ScriptedTurn]
+    expected_score: float = Field(1.0, ge=0, le=1)
+
+
+class SolutionSpec(BaseModel):
+    """A task's reference play as the Task API gives it: the task's index in its split, and the script."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    script: Script

@@ -24,6 +24,7 @@ from agent_env.episode import Episode, EpisodeState
 from agent_env.events import EpisodeEvent, ToolCalled, TornDown
 from agent_env.sandbox.base import CommandResult, Sandbox
 from agent_env.served import Served, ServedTask
+from agent_env.specs import Script
 from agent_env.task import Agent, Task, TaskSpec
 from agent_env.tools import Tool
 from agent_env.toolset import DEFAULT_ROLE, AccessChange, Toolset
@@ -79,7 +80,8 @@ class FakeTask:
 
     A tool's function is its scripted result: it gets the validated arguments, and may raise (a
     `Tool` is taken as it is). The tools belong to the first of `envs`; `bash_result` answers the
-    sandbox's commands.
+    sandbox's commands. `solution`, if given, is the task's reference play, served as a bundle's
+    `solutions/` are.
     """
 
     id: str
@@ -97,6 +99,7 @@ class FakeTask:
     verify_gate: Gate | None = None
     teardown_gate: Gate | None = None
     deploy_error: Exception | None = None
+    solution: Script | None = None
     episodes: list[Episode] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
@@ -210,5 +213,7 @@ def fake_served(splits: Mapping[str, Iterable[FakeTask]]) -> Served:
     served: dict[str, tuple[ServedTask, ...]] = {}
     for split, tasks in splits.items():
         placed = [(fake, fake.task_at(split, index)) for index, fake in enumerate(tasks)]
-        served[split] = tuple(ServedTask(task.spec, partial(fake.new_episode, task)) for fake, task in placed)
+        served[split] = tuple(
+            ServedTask(task.spec, partial(fake.new_episode, task), fake.solution) for fake, task in placed
+        )
     return served

@@ -340,3 +340,66 @@ def test_every_problem_of_a_bundle_is_reported_at_once(tmp_path):
     assert len(caught.value.problems) == 4
     assert str(caught.value).startswith(f"4 problems in {tmp_path / 'b'}\n  ")
     assert caught.value.code == "BUNDLE_INVALID"
+
+
+def solutions_file(*lines: object) -> dict[str, str]:
+    """A bundle's solutions/train.jsonl of `lines` (a string is written as it is, anything else as JSON)."""
+    text = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
+    return {"solutions/train.jsonl": text}
+
+
+SHELVE_DUNE = {"id": "t1", "turns": [{"calls": [{"tool": "put_book", "arguments": {"title": "Dune"}}]}]}
+
+
+def test_the_example_bundle_holds_a_checked_reference_play_of_every_task_by_split_and_id():
+    bundle = load_bundle(EXAMPLE)
+
+    assert {split: list(plays) for split, plays in bundle.solutions.items()} == {
+        split: [task.id for task in tasks] for split, tasks in bundle.splits.items()
+    }
+
+
+def test_a_solutions_line_of_malformed_json_is_reported_with_its_line_and_the_others_still_checked(tmp_path):
+    files = solutions_file(SHELVE_DUNE, "{not json", {**SHELVE_DUNE, "id": "t9"})
+
+    problems = problems_of(make_bundle(tmp_path / "b", files=files))
+
+    assert problems[0].startswith("solutions/train.jsonl:2: malformed JSON")
+    assert problems[1] == (
+        "solutions/train.jsonl:3: task 't9' is not a task of split 'train' (choices: t1): "
+        "a solution names a task of tasks/train.jsonl by its id"
+    )
+
+
+def test_a_solution_with_more_or_fewer_turns_than_its_task_is_reported_saying_one_entry_per_turn(tmp_path):
+    two_turns = {**SHELVE_DUNE, "turns": SHELVE_DUNE["turns"] * 2}
+
+    problems = problems_of(make_bundle(tmp_path / "b", files=solutions_file(two_turns)))
+
+    assert problems == [
+        "solutions/train.jsonl:1 (task 't1'): the solution plays 2 turns and the task has 1 turn: "
+        'write one {"calls": [...], "reply": ...} per turn of the task'
+    ]
+
+
+def test_a_solution_of_the_wrong_shape_is_named_by_its_field(tmp_path):
+    misspelt = {"id": "t1", "turns": [{"calls": [{"tool": "put_book", "args": {"title": "Dune"}}]}]}
+
+    problems = problems_of(make_bundle(tmp_path / "b", files=solutions_file(misspelt)))
+
+    assert problems == [
+        "solutions/train.jsonl:1 (task 't1'): field 'turns.0.calls.0.args' is unknown; remove it or "
+        "check its spelling"
+    ]
+
+
+def test_a_second_solution_of_a_task_and_a_solutions_file_of_no_split_are_reported(tmp_path):
+    files = {**solutions_file(SHELVE_DUNE, SHELVE_DUNE), "solutions/trian.jsonl": json.dumps(SHELVE_DUNE)}
+
+    problems = problems_of(make_bundle(tmp_path / "b", files=files))
+
+    assert sorted(problems) == [
+        "solutions/train.jsonl:2: a second solution of task 't1'; keep one line per task",
+        "solutions/trian.jsonl: split 'trian' has no tasks; did you mean 'train'?: name the file after a "
+        "split of tasks/, or delete it",
+    ]
