@@ -26,6 +26,7 @@ from pathlib import Path
 
 from fastapi import FastAPI, HTTPException, status
 from fastapi.routing import APIWebSocketRoute
+from openenv.core.env_server.types import ListTasksRequest
 from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute, WebSocketRoute
 
@@ -42,6 +43,7 @@ from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, AgentEnv
 from agent_env.recording import DEFAULT_MAX_MB, Redaction, TrajectoryRecorder
 from agent_env.sandbox.base import SandboxProvider
 from agent_env.served import Served, serve_bundle
+from agent_env.specs import SolutionSpec
 
 DEFAULT_MAX_CONCURRENT_ENVS = 64
 """Sessions one server holds at once unless `max_concurrent_envs=` or `MAX_CONCURRENT_ENVS` says otherwise."""
@@ -59,6 +61,7 @@ SERVED_ROUTES: dict[str, str] = {
     "POST /{env_name}/num_tasks": "the Task API: how many tasks a split has",
     "POST /{env_name}/task": "the Task API: one task spec",
     "POST /{env_name}/task_range": "the Task API: a range of task specs",
+    "POST /{env_name}/solutions": "the Task API: a split's reference plays (solutions/SPLIT.jsonl)",
     "GET /{env_name}/status": "what the server holds now: connections, episodes, sessions by kind",
     "GET /openapi.json": "the HTTP routes' OpenAPI schema",
     "GET /docs": "the schema's pages (Swagger UI)",
@@ -97,6 +100,13 @@ class ServerStatus(BaseModel):
     max_concurrent_envs: int
     sessions: SessionCounts = Field(description="The sessions that hold capacity, by kind.")
     shutting_down: bool
+
+
+class Solutions(BaseModel):
+    """`POST /{env_name}/solutions`: the reference plays of a split's tasks that have one."""
+
+    env_name: str
+    solutions: list[SolutionSpec] = Field(description="In index order; a task without one is left out.")
 
 
 def build_app(
@@ -207,6 +217,14 @@ def build_served_app(
             max_concurrent_envs=context.max_concurrent_envs,
             sessions=server.counts(),
             shutting_down=context.tracker.closing,
+        )
+
+    @app.post("/{env_name}/solutions", tags=["Task API"])
+    async def list_solutions(env_name: str, request: ListTasksRequest) -> Solutions:
+        if env_name.lower() != context.name.lower():
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown environment {env_name!r}")
+        return Solutions(
+            env_name=context.name, solutions=AgentEnvEnvironment(context).list_solutions(request.split)
         )
 
     _serve_only_listed(app)

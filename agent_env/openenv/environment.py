@@ -24,6 +24,7 @@ from agent_env.openenv.context import ServerContext, TaskLookupError
 from agent_env.openenv.session import EpisodeSession
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, AgentEnvState
 from agent_env.served import ServedTask
+from agent_env.specs import SolutionSpec
 
 log = logging.getLogger("agent_env.openenv")
 
@@ -123,6 +124,14 @@ class AgentEnvEnvironment(Environment[AgentEnvAction, AgentEnvObservation, Agent
         self, split: str, start: int | None = None, stop: int | None = None
     ) -> list[dict[str, Any]]:
         return [_spec(task) for task in self._split(split)[start:stop]]
+
+    def list_solutions(self, split: str) -> list[SolutionSpec]:
+        """The reference plays of the split's tasks that have one, in index order."""
+        return [
+            SolutionSpec(index=index, script=task.solution)
+            for index, task in enumerate(self._split(split))
+            if task.solution is not None
+        ]
 
     def _split(self, split: str) -> Sequence[ServedTask]:
         return self._found(lambda: self._context.tasks(split))

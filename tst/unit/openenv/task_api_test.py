@@ -170,6 +170,49 @@ def test_harbor_toolsets_are_named_for_their_envs_bash_role_and_access_changes(s
     }
 
 
+def test_the_solutions_route_lists_each_harbor_task_s_reference_play_by_index_as_its_solutions_file_has_it(
+    serve: Serve,
+) -> None:
+    server = serve(build_app(HARBOR))
+    written = [json.loads(line) for line in (HARBOR / "solutions" / "eval.jsonl").read_text().splitlines()]
+
+    answer = post(server, "/harbor/solutions", {"split": "eval"})
+
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["env_name"] == "harbor"
+    listed = answer.json()["solutions"]
+    assert [solution["index"] for solution in listed] == [EVAL.index(task) for task in EVAL]
+    assert [solution["script"] for solution in listed] == [
+        {"expected_score": 1.0, **script} for script in written
+    ]
+
+
+def test_the_solutions_route_leaves_out_the_tasks_without_one_and_keeps_the_others_indices(
+    serve: Serve,
+) -> None:
+    solved = FakeTask(
+        "solved",
+        tools=[list_crates],
+        solution=agent_env.Script(id="solved", turns=[{"calls": [{"tool": "list_crates"}], "reply": "1"}]),
+    )
+    server = serve({"train": [plain_task(), solved], "eval": [plain_task()]})
+
+    train = post(server, "/tasks/solutions", {"split": "train"}).json()["solutions"]
+    unsolved = post(server, "/tasks/solutions", {"split": "eval"}).json()["solutions"]
+
+    assert train == [
+        {
+            "index": 1,
+            "script": {
+                "id": "solved",
+                "turns": [{"calls": [{"tool": "list_crates", "arguments": {}}], "reply": "1"}],
+                "expected_score": 1.0,
+            },
+        }
+    ]
+    assert unsolved == []
+
+
 def test_a_task_range_slices_a_split_as_python_slices_a_list(serve: Serve) -> None:
     server = serve(build_app(HARBOR))
     ids = [entry["id"] for entry in TRAIN]
@@ -208,6 +251,7 @@ def test_an_unknown_split_is_a_404_that_lists_the_served_splits_on_every_route(s
         "/harbor/num_tasks": {"split": "validation"},
         "/harbor/task": {"split": "validation", "index": 0},
         "/harbor/task_range": {"split": "validation", "start": 0, "stop": 2},
+        "/harbor/solutions": {"split": "validation"},
     }
 
     answers = {route: post(server, route, body) for route, body in routes.items()}
@@ -338,10 +382,11 @@ def test_the_harbors_task_api_deploys_no_episode(serve: Serve) -> None:
             post(server, "/harbor/num_tasks", {"split": split}),
             post(server, "/harbor/task", {"split": split, "index": 0}),
             post(server, "/harbor/task_range", {"split": split}),
+            post(server, "/harbor/solutions", {"split": split}),
         ]
     status = get(server, "/harbor/status").json()
 
-    assert [answer.status_code for answer in answers] == [200] * 9
+    assert [answer.status_code for answer in answers] == [200] * 11
     assert (status["live_episodes"], status["tearing_down"], status["connections"]) == (0, 0, 0)
 
 
