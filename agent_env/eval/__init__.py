@@ -3,30 +3,63 @@
 Behind the `eval` extra (`pip install 'agentenv-framework[eval]'`). A policy turns the conversation
 and the tools into an assistant message; `OpenAIPolicy` is one for any OpenAI-compatible
 chat-completions endpoint, `TransformersPolicy` a local Hugging Face model (torch and trl, the
-trainer's, imported only when one is made). Samples play over the same session client the trainer uses.
+trainer's, imported only when one is made), `ScriptedPolicy` a task's reference play. Samples play
+over the same session client the trainer uses.
+
+Importing this package checks only the part of the extra every policy needs (the `trl` extra's
+client); each name loads with its module when first used (`agent_env._lazy`), so the player and the
+scripted policy, which the trainer's demonstrations use, need no openai: `OpenAIPolicy` (and
+`EndpointError`) fail to import without it, naming the extra.
 """
 
 from __future__ import annotations
 
-from agent_env.eval._require import require_eval_extra as _require_eval_extra
+import typing as _typing
 
-_require_eval_extra()
+from agent_env._lazy import lazy_exports as _lazy_exports
+from agent_env.eval._require import require_player as _require_player
 
-from agent_env.eval.hf_policy import LocalModelError, TransformersPolicy  # noqa: E402
-from agent_env.eval.openai_policy import EndpointError, OpenAIPolicy  # noqa: E402
-from agent_env.eval.passk import pass_at_k  # noqa: E402
-from agent_env.eval.play import PlaySettings, play_sample  # noqa: E402
-from agent_env.eval.policy import (  # noqa: E402
-    END_TURN,
-    AssistantMessage,
-    Message,
-    Policy,
-    PolicyError,
-    ToolCall,
-    end_turn_tool,
-)
-from agent_env.eval.results import EvalResult, TaskResult  # noqa: E402
-from agent_env.eval.run import RESULTS_FILE, Progress, evaluate  # noqa: E402
+_require_player()
+
+if _typing.TYPE_CHECKING:
+    from agent_env.eval.hf_policy import LocalModelError, TransformersPolicy
+    from agent_env.eval.openai_policy import EndpointError, OpenAIPolicy
+    from agent_env.eval.passk import pass_at_k
+    from agent_env.eval.play import PlaySettings, play_sample
+    from agent_env.eval.policy import (
+        END_TURN,
+        AssistantMessage,
+        Message,
+        Policy,
+        PolicyError,
+        ToolCall,
+        end_turn_tool,
+    )
+    from agent_env.eval.results import EvalResult, TaskResult
+    from agent_env.eval.run import RESULTS_FILE, Progress, evaluate
+    from agent_env.eval.scripted import ScriptedPolicy
+else:
+    _lazy_exports(
+        __name__,
+        {
+            "agent_env.eval.hf_policy": ["LocalModelError", "TransformersPolicy"],
+            "agent_env.eval.openai_policy": ["EndpointError", "OpenAIPolicy"],
+            "agent_env.eval.passk": ["pass_at_k"],
+            "agent_env.eval.play": ["PlaySettings", "play_sample"],
+            "agent_env.eval.policy": [
+                "END_TURN",
+                "AssistantMessage",
+                "Message",
+                "Policy",
+                "PolicyError",
+                "ToolCall",
+                "end_turn_tool",
+            ],
+            "agent_env.eval.results": ["EvalResult", "TaskResult"],
+            "agent_env.eval.run": ["RESULTS_FILE", "Progress", "evaluate"],
+            "agent_env.eval.scripted": ["ScriptedPolicy"],
+        },
+    )
 
 __all__ = [
     "END_TURN",
@@ -41,6 +74,7 @@ __all__ = [
     "Policy",
     "PolicyError",
     "Progress",
+    "ScriptedPolicy",
     "TaskResult",
     "ToolCall",
     "TransformersPolicy",

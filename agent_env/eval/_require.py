@@ -9,8 +9,15 @@ LOCAL_MODEL_INSTALL = "pip install trl torch"
 
 
 def require_eval_extra() -> None:
-    """Raise ImportError naming `[eval]` when a package the extra brings is missing."""
+    """Raise ImportError naming `[eval]` when a package the extra brings is missing (`OpenAIPolicy`'s
+    check: openai is the one the other policies and the player do without)."""
     require_modules(("openai", "openenv", "datasets", "httpx"), needed_by="agent_env.eval", install=INSTALL)
+
+
+def require_player() -> None:
+    """Raise ImportError naming `[eval]` when a package the player needs (the `trl` extra's client) is
+    missing: the package's check."""
+    require_modules(("openenv", "datasets", "httpx"), needed_by="agent_env.eval", install=INSTALL)
 
 
 def require_local_model() -> None:

@@ -11,9 +11,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import openai
+from agent_env.eval._require import require_eval_extra
 
-from agent_env.eval.policy import AssistantMessage, Message, PolicyError, ToolCall
+require_eval_extra()
+
+import openai  # noqa: E402
+
+from agent_env.eval.policy import AssistantMessage, Message, PolicyError, ToolCall  # noqa: E402
 
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_TIMEOUT_S = 120.0

@@ -7,16 +7,12 @@ the toolset's tools exactly as the trainer's classes describe it to TRL.
 
 from __future__ import annotations
 
-import inspect
 import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import docstring_parser
-
-from agent_env.training.trl.classes import ToolsetEnvironment
-
-END_TURN = "end_turn"
+from agent_env.training.trl.classes import END_TURN as END_TURN  # re-exported: eval's names
+from agent_env.training.trl.classes import end_turn_tool as end_turn_tool
 
 Message = dict[str, Any]
 
@@ -70,24 +66,3 @@ class Policy(Protocol):
     """Anything that answers a conversation, given the tools it may call."""
 
     def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantMessage: ...
-
-
-def end_turn_tool() -> dict[str, Any]:
-    """`end_turn`'s schema, read from the trainer's own `end_turn`: the model sees the same tool in
-    eval as in training. (`Tool.from_function` refuses the name: it is reserved for this one use.)"""
-    doc = docstring_parser.parse(
-        inspect.getdoc(ToolsetEnvironment.end_turn) or "", style=docstring_parser.DocstringStyle.GOOGLE
-    )
-    described = {param.arg_name: param.description or "" for param in doc.params}
-    description = "\n\n".join(part for part in (doc.short_description, doc.long_description) if part)
-    return {
-        "type": "function",
-        "function": {
-            "name": END_TURN,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {"reply": {"type": "string", "description": described.get("reply", "")}},
-            },
-        },
-    }

@@ -1,5 +1,5 @@
-"""Lazy packages (`agent_env._lazy`): `agent_env` and `agent_env.openenv` load a name's module when it is
-first used, and name for type checkers exactly what they load."""
+"""Lazy packages (`agent_env._lazy`): `agent_env`, `agent_env.openenv` and `agent_env.eval` load a name's
+module when it is first used, and name for type checkers exactly what they load."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 import agent_env
+import agent_env.eval
 import agent_env.openenv
 
-LAZY_PACKAGES = [agent_env, agent_env.openenv]
+LAZY_PACKAGES = [agent_env, agent_env.openenv, agent_env.eval]
 
 
 def python(code: str) -> str:

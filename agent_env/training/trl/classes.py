@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import copyreg
 import importlib.util
+import inspect
 import json
 import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+import docstring_parser
 
 from agent_env._private.threading_exit import at_exit
 from agent_env.training.trl.rollout import Deadlines, Rollouts
@@ -29,6 +32,8 @@ from agent_env.training.trl.signatures import (
     bind_arguments,
     tool_signature,
 )
+
+END_TURN = "end_turn"
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,28 @@ class ToolsetEnvironment(metaclass=_EnvironmentClass):
 
     def _detach(self) -> SessionClient | None:
         return self._rollouts.detach()
+
+
+def end_turn_tool() -> dict[str, Any]:
+    """`end_turn`'s schema, read from `ToolsetEnvironment.end_turn`: eval and the demonstrations show
+    the model the tool training does. (`Tool.from_function` refuses the name: it is reserved for this
+    one use.)"""
+    doc = docstring_parser.parse(
+        inspect.getdoc(ToolsetEnvironment.end_turn) or "", style=docstring_parser.DocstringStyle.GOOGLE
+    )
+    described = {param.arg_name: param.description or "" for param in doc.params}
+    description = "\n\n".join(part for part in (doc.short_description, doc.long_description) if part)
+    return {
+        "type": "function",
+        "function": {
+            "name": END_TURN,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {"reply": {"type": "string", "description": described.get("reply", "")}},
+            },
+        },
+    }
 
 
 _CLASSES: weakref.WeakValueDictionary[tuple[str, str], _EnvironmentClass] = weakref.WeakValueDictionary()

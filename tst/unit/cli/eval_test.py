@@ -98,13 +98,36 @@ def test_a_model_the_endpoint_does_not_serve_is_one_line_and_exit_2_before_any_e
     assert scripted.requests == []
 
 
-def test_agent_env_eval_fails_at_import_without_its_extra_naming_the_install_line():
-    blocked = "import sys; sys.modules['openai'] = None; import agent_env.eval"
+def test_agent_env_evals_openai_policy_fails_at_import_without_its_extra_naming_the_install_line():
+    blocked = "import sys; sys.modules['openai'] = None; from agent_env.eval import OpenAIPolicy"
     done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, timeout=120)
 
     assert done.returncode != 0
     assert (
         "agent_env.eval needs openai, not installed here: pip install 'agentenv-framework[eval]'"
+        in done.stderr
+    )
+
+
+def test_the_player_and_the_scripted_policy_import_without_openai_as_the_trainers_demonstrations_need():
+    blocked = (
+        "import sys; sys.modules['openai'] = None\n"
+        "from agent_env.eval import PlaySettings, ScriptedPolicy, play_sample\n"
+        "print('imported', 'openai' in sys.modules and sys.modules['openai'] is not None)"
+    )
+    done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, timeout=120)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "imported False"
+
+
+def test_agent_env_eval_fails_at_import_without_the_trainers_client_naming_the_install_line():
+    blocked = "import sys; sys.modules['httpx'] = None; import agent_env.eval"
+    done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, timeout=120)
+
+    assert done.returncode != 0
+    assert (
+        "agent_env.eval needs httpx, not installed here: pip install 'agentenv-framework[eval]'"
         in done.stderr
     )
 
