@@ -1,4 +1,5 @@
-"""TRL's side of a served bundle: `AgentEnv(url).dataset` and `.factory` for GRPOTrainer and AsyncGRPO.
+"""TRL's side of a served bundle: `AgentEnv(url).dataset` and `.factory` for GRPOTrainer and AsyncGRPO,
+and `.demonstrations()` for SFTTrainer.
 
 Behind the `trl` extra (`pip install 'agentenv-framework[trl]'`); TRL itself is the trainer's to pin
 and is never imported here. Importing this package imports OpenEnv's client (several seconds).
@@ -25,6 +26,8 @@ from agent_env.training.trl.agentenv import (  # noqa: E402
 )
 from agent_env.training.trl.classes import ToolsetEnvironment, ToolsetSettings  # noqa: E402
 from agent_env.training.trl.errors import (  # noqa: E402
+    DemonstrationError,
+    DemonstrationWarning,
     ServerAtCapacityError,
     ServerUnavailableError,
     ToolCallError,
@@ -40,6 +43,8 @@ __all__ = [
     "GRACE_SECONDS",
     "TASK_OVER",
     "AgentEnv",
+    "DemonstrationError",
+    "DemonstrationWarning",
     "Factory",
     "ServerAtCapacityError",
     "ServerUnavailableError",

@@ -1,10 +1,12 @@
-"""`AgentEnv`: a served bundle as TRL's `train_dataset` and `environment_factory`.
+"""`AgentEnv`: a served bundle as TRL's `train_dataset` and `environment_factory`, and its reference
+plays as demonstrations for SFT.
 
 The dataset comes from the server's Task API. The factory is one generated class per toolset of the
 split, each built from the tools the Task API's spec lists for it, so building it deploys nothing;
 a toolset whose tools are known only once deployed (its spec's `tools` is null) is listed by playing
 one of its tasks. With one toolset the factory is that class; with several it is a dict toolset
-name -> class, and every dataset row names its class in TRL's `environment` column.
+name -> class, and every dataset row names its class in TRL's `environment` column. The
+demonstrations are the split's reference plays, played on the server (`demonstrations.py`).
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ from agent_env.training.trl.classes import (
     ToolsetSettings,
     check_rendering,
     close_instances,
+    end_turn_tool,
     environment_class,
 )
+from agent_env.training.trl.demonstrations import dataset_of, no_solutions, play_solutions
 from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
 from agent_env.training.trl.rollout import Deadlines
 from agent_env.training.trl.session import GRACE_SECONDS, SessionClient
@@ -160,6 +164,38 @@ class AgentEnv:
             )
         multi = len(toolsets) > 1
         return Dataset.from_list([_row(task, multi) for task in tasks])
+
+    def demonstrations(self, split: str = "train", *, strict: bool = False) -> Dataset:
+        """The split's reference plays as conversations for TRL's `SFTTrainer`: a warm-up before GRPO.
+
+        One row per task of the split with a solution (its bundle's `solutions/SPLIT.jsonl`), each
+        played on the server now, so every tool result is the server's: `messages` (the prompt, the
+        tool calls and their results, each `end_turn` answered as in training, then an empty
+        assistant message: where to stop), `tools` (the toolset's schemas and `end_turn`'s), `split`,
+        `index` and `id`. A play that no longer scores its `expected_score` (or fails) is left out,
+        with a `DemonstrationWarning` naming each; with `strict=True` a `DemonstrationError` instead.
+        A split without solutions is a `DemonstrationError`; an unknown split as for `dataset_for`.
+        """
+        from agent_env.eval.play import PlaySettings
+
+        tasks = {task.index: task for task in self._split_tasks(split)}
+        solutions = self._api.solutions(split)
+        if not solutions:
+            raise no_solutions(split, self.url)
+        tools: dict[str, list[dict[str, Any]]] = {}
+        for solution in solutions:
+            task = tasks[solution.index]
+            if task.toolset.name not in tools:
+                tools[task.toolset.name] = [*map(dict, self._tools_of(task)), end_turn_tool()]
+        settings = PlaySettings(
+            reset_timeout_s=self.reset_timeout,
+            tool_timeout_s=max([self.tool_timeout, *self.tool_timeouts.values()]),
+            connect_timeout_s=self.connect_timeout,
+        )
+        played = play_solutions(
+            self.url, tasks, solutions, settings, token=self._token, sessions=self._api.max_concurrent_envs
+        )
+        return dataset_of(split, played, tools, strict=strict)
 
     @cached_property
     def factory(self) -> Factory:

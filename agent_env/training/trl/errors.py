@@ -5,6 +5,8 @@ from __future__ import annotations
 from agent_env.training.trl.signatures import UnsupportedToolError
 
 __all__ = [
+    "DemonstrationError",
+    "DemonstrationWarning",
     "ServerAtCapacityError",
     "ServerUnavailableError",
     "ToolCallError",
@@ -27,3 +29,16 @@ class UnknownSplitError(ValueError):
 
 class ToolCallError(RuntimeError):
     """A call the episode could not carry out; TRL shows its message to the model as the tool's error."""
+
+
+class DemonstrationError(RuntimeError):
+    """A split's demonstrations cannot be made as asked: it has no reference plays, or (with
+    `strict=True`) some no longer score what they should. `failures` names each such play."""
+
+    def __init__(self, message: str, failures: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.failures = failures
+
+
+class DemonstrationWarning(UserWarning):
+    """Reference plays left out of the demonstrations: they no longer score what they should."""

@@ -1,4 +1,5 @@
-"""The server's Task API over HTTP: which environment it serves, its splits, each split's tasks."""
+"""The server's Task API over HTTP: which environment it serves, its splits, each split's tasks and
+their reference plays."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import httpx
 from pydantic import TypeAdapter
 
 from agent_env.openenv.tokens import TOKEN_VARIABLE, bearer
-from agent_env.specs import TaskSpec
+from agent_env.specs import SolutionSpec, TaskSpec
 from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
 
 _TASKS: TypeAdapter[list[TaskSpec]] = TypeAdapter(list[TaskSpec])
+_SOLUTIONS: TypeAdapter[list[SolutionSpec]] = TypeAdapter(list[SolutionSpec])
 _START_ONE = "start one with `agent-env serve BUNDLE --port 8000`, or use AgentEnv.local(BUNDLE)"
 
 
@@ -42,6 +44,18 @@ class TaskAPI:
         if response.status_code == httpx.codes.NOT_FOUND:
             raise UnknownSplitError(f"{_detail(response)}: pass one of those as split=")
         return _TASKS.validate_python(_ok(response).json()["tasks"])
+
+    def solutions(self, split: str) -> list[SolutionSpec]:
+        """The reference plays of the split's tasks that have one (ask `tasks(split)` first: an unknown
+        split is its error)."""
+        path = f"/{self.env_name}/solutions"
+        response = self._request("POST", path, json={"split": split})
+        if response.status_code == httpx.codes.NOT_FOUND:
+            raise ServerUnavailableError(
+                f"the server at {self.url} does not list reference plays (POST {path}: 404: "
+                f"{_detail(response)}): serve the bundle with this version of agent_env"
+            )
+        return _SOLUTIONS.validate_python(_ok(response).json()["solutions"])
 
     def close(self) -> None:
         self._http.close()

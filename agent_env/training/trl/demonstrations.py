@@ -1,0 +1,183 @@
+"""Demonstrations: a split's reference plays, played on the server, as a dataset for TRL's SFTTrainer.
+
+A row is the conversation a GRPO rollout through the factory is to TRL: the reset's prompt; then, per
+turn, an assistant message with the turn's tool calls (TRL's shape: `arguments` an object, no ids),
+a `tool` message per call with what the server answered (a failed call's error worded as TRL words
+a tool's exception), and an `end_turn` call with the turn's reply, answered by the next turn's
+prompt or, after the last turn, by `TASK_OVER`; then an empty assistant message, where the model
+stops. The plays run over the wire, by eval's player with a `ScriptedPolicy`, so every result is
+the server's, never the script's; a play that no longer scores its `expected_score` is left out
+and reported.
+
+The conversational columns are stored as JSON (datasets' `Json` feature): Arrow would otherwise
+merge the `arguments` of every call into one struct, and the keys a tool lacks would come back as
+nulls that the chat template renders into its calls.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agent_env.specs import SolutionSpec, TaskSpec
+from agent_env.training.trl.classes import END_TURN
+from agent_env.training.trl.errors import DemonstrationError, DemonstrationWarning
+from agent_env.training.trl.rollout import TASK_OVER
+
+if TYPE_CHECKING:
+    from datasets import Dataset, Features
+
+    from agent_env.eval.play import PlaySettings
+    from agent_env.trajectory import ToolCallRecord, Trajectory
+
+MAX_PLAYS_AT_ONCE = 8
+"""Reference plays played at once (fewer when the server holds fewer sessions)."""
+
+
+@dataclass(frozen=True)
+class Played:
+    """One reference play as the server played it."""
+
+    task: TaskSpec
+    solution: SolutionSpec
+    trajectory: Trajectory
+
+    @property
+    def failure(self) -> str | None:
+        """What went wrong, naming the task; None when it scored what its script expects."""
+        where = f"{self.task.id} ({self.task.split}/{self.task.index})"
+        outcome = self.trajectory.outcome
+        if outcome.kind != "scored" or self.trajectory.score is None:
+            return f"{where}: {outcome.kind}" + "".join(
+                f": {part}" for part in (outcome.code, outcome.reason) if part
+            )
+        expected = self.solution.script.expected_score
+        if not math.isclose(self.trajectory.score, expected, abs_tol=1e-9):
+            return f"{where}: scored {self.trajectory.score:g}, expected {expected:g}"
+        return None
+
+
+def features() -> Features:
+    """The dataset's columns: each message and each tool schema kept as the JSON it was built as."""
+    from datasets import Features, Json, List, Value
+
+    return Features(
+        {
+            "messages": List(Json()),
+            "tools": List(Json()),
+            "split": Value("string"),
+            "index": Value("int64"),
+            "id": Value("string"),
+        }
+    )
+
+
+def no_solutions(split: str, url: str) -> DemonstrationError:
+    return DemonstrationError(
+        f"split '{split}' on {url} has no reference plays: add solutions/{split}.jsonl to its bundle, "
+        'one task\'s play per line, as {"id": TASK_ID, "turns": [{"calls": [{"tool": NAME, '
+        '"arguments": {...}}], "reply": TEXT}, ...]} with one entry per turn of the task '
+        f"(`agent-env replay BUNDLE --split {split}` plays them and prints their scores)"
+    )
+
+
+def play_solutions(
+    url: str,
+    tasks: Mapping[int, TaskSpec],
+    solutions: Sequence[SolutionSpec],
+    settings: PlaySettings,
+    *,
+    token: str | None,
+    sessions: int,
+) -> list[Played]:
+    """Play each solution on a session of its own, a few at once; in the solutions' order."""
+    from agent_env.eval.play import play_sample
+    from agent_env.eval.scripted import ScriptedPolicy
+
+    def play(solution: SolutionSpec) -> Played:
+        task = tasks[solution.index]
+        policy = ScriptedPolicy(solution.script)
+        trajectory = play_sample(url, task, policy, model=None, settings=settings, token=token)
+        return Played(task, solution, trajectory)
+
+    with ThreadPoolExecutor(max(1, min(MAX_PLAYS_AT_ONCE, sessions, len(solutions)))) as pool:
+        return list(pool.map(play, solutions))
+
+
+def dataset_of(
+    split: str, played: Sequence[Played], tools: Mapping[str, Sequence[Mapping[str, Any]]], *, strict: bool
+) -> Dataset:
+    """The rows of the plays that scored as expected; the others are reported (a warning, or with
+    `strict` an error), each by name. `tools` are each toolset's schemas, `end_turn`'s included."""
+    from datasets import Dataset
+
+    failures = tuple(failure for play in played if (failure := play.failure) is not None)
+    if failures:
+        what = (
+            f"{len(failures)} of {len(played)} reference plays of split '{split}' no longer score what "
+            f"solutions/{split}.jsonl expects:\n  " + "\n  ".join(failures) + "\n"
+        )
+        fix = f"fix each task or its solution (`agent-env replay BUNDLE --split {split}` replays them)"
+        if strict:
+            raise DemonstrationError(f"{what}Fix: {fix}.", failures)
+        warnings.warn(
+            f"{what}They are left out of the demonstrations: {fix}, or pass strict=True to make this "
+            "an error.",
+            DemonstrationWarning,
+            stacklevel=3,
+        )
+    rows = [
+        {
+            "messages": messages_of(play.task.prompt, play.trajectory),
+            "tools": [dict(tool) for tool in tools[play.task.toolset.name]],
+            "split": play.task.split,
+            "index": play.task.index,
+            "id": play.task.id,
+        }
+        for play in played
+        if play.failure is None
+    ]
+    return Dataset.from_list(rows, features=features())
+
+
+def messages_of(prompt: Sequence[Mapping[str, str]], trajectory: Trajectory) -> list[dict[str, Any]]:
+    """The conversation of a played task, as TRL's tool-calling loop builds a rollout's."""
+    messages: list[dict[str, Any]] = [dict(message) for message in prompt]
+    turns = trajectory.turns
+    for number, turn in enumerate(turns):
+        if turn.calls:
+            messages.append(_calling([(call.tool, call.arguments) for call in turn.calls]))
+            messages.extend(_answer(call.tool, _result(call)) for call in turn.calls)
+        messages.append(_calling([(END_TURN, {"reply": turn.reply or ""})]))
+        following = turns[number + 1].prompt if number + 1 < len(turns) else TASK_OVER
+        messages.append(_answer(END_TURN, following))
+    # The task is over: the model's next answer is read by no one, so it learns to end at once.
+    messages.append({"role": "assistant", "content": ""})
+    return messages
+
+
+def _calling(calls: Sequence[tuple[str, Mapping[str, Any]]]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"type": "function", "function": {"name": name, "arguments": dict(arguments)}}
+            for name, arguments in calls
+        ],
+    }
+
+
+def _answer(name: str, content: str) -> dict[str, Any]:
+    return {"role": "tool", "name": name, "content": content}
+
+
+def _result(call: ToolCallRecord) -> str:
+    """What the model saw: the result, or the error as TRL words a tool's exception (the trainer's
+    tools raise `ToolCallError` with the server's message)."""
+    if call.error is not None:
+        return str({"error": call.error})
+    return call.result or ""
