@@ -1,0 +1,68 @@
+"""TRL's own SFTTrainer trains a step on the CPU on the example bundle's demonstrations, unchanged.
+
+The demonstrations are the harbor's reference plays, played on the bundle served in process; the
+model is the demo's tiny one, built offline, with TRL's Qwen3 chat template.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TRL_EXPERIMENTAL_SILENCE"):
+    os.environ[variable] = "1"
+
+from trl import SFTConfig, SFTTrainer  # noqa: E402
+
+from agent_env.training.trl import AgentEnv  # noqa: E402
+from examples.train_grpo import tiny_model_and_tokenizer  # noqa: E402
+from tst.support.harbor import HARBOR  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def demonstrations() -> Iterator[Any]:
+    with AgentEnv.local(HARBOR) as env:
+        yield env.demonstrations("train")
+
+
+def test_sft_trainer_tokenizes_the_demonstrations_and_trains_a_step_on_the_cpu(
+    demonstrations, tmp_path
+) -> None:
+    model, tokenizer = tiny_model_and_tokenizer()
+    config = SFTConfig(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        use_cpu=True,
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        max_length=2048,
+    )
+    trainer = SFTTrainer(model=model, args=config, train_dataset=demonstrations, processing_class=tokenizer)
+
+    done = trainer.train()
+
+    assert len(trainer.train_dataset) == len(demonstrations)
+    assert "input_ids" in trainer.train_dataset.column_names
+    assert done.global_step == 1
+
+
+def test_a_rendered_demonstration_holds_its_tool_calls_real_arguments_and_the_servers_results(
+    demonstrations,
+) -> None:
+    _, tokenizer = tiny_model_and_tokenizer()
+    row = next(row for row in demonstrations if row["id"] == "store-then-move-000")
+
+    text = tokenizer.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False)
+
+    assert json.dumps({"name": "add_crate", "arguments": {"crate": "C16", "bay": 2, "kind": "dry"}}) in text
+    assert json.dumps({"name": "move_crate", "arguments": {"crate": "C16", "to_bay": 6}}) in text
+    assert "null" not in text.split("</tools>")[-1]  # no argument a call lacks (a schema's defaults aside)
+    assert "crate C16 (dry) stored in bay 2" in text and "crate C16 moved to bay 6" in text
+    assert "Change of plan: move the crate you just stored to bay 6." in text
+    assert '"name": "end_turn"' in text
