@@ -3,7 +3,8 @@
 Eval must read a completion exactly as training reads it, so nothing here parses by itself: the
 tokenizer gets its response template the way GRPOTrainer installs it (`add_response_schema`, for
 TRL's bundled chat templates), the prompt is rendered with the chat template GRPOTrainer would use
-(its training template when the model's is not prefix-preserving), and each completion goes through
+(its training template when the model's is not prefix-preserving), with the tools as GRPOTrainer
+shows them (`offered_tools`, not the Task API's schemas), and each completion goes through
 TRL's `parse_response`, prompt ids as the prefix and the tools' schemas for typing, as
 GRPOTrainer calls it. A completion it cannot parse as a tool call is plain text, which ends the
 turn. torch and trl are the trainer's to pin, so they are imported here only when a policy is made.
@@ -55,6 +56,7 @@ class TransformersPolicy:
         self._eos_ids = _eos_ids(model, tokenizer)
         self._lock = threading.Lock()
         self._calls = 0
+        self._offered: dict[str, list[dict[str, Any]]] = {}
 
     @classmethod
     def from_folder(cls, path: str | Path, **options: Any) -> TransformersPolicy:
@@ -81,6 +83,7 @@ class TransformersPolicy:
         import torch
         from trl.chat_template_utils import parse_response
 
+        tools = self._as_trained(tools)
         rendered = self.tokenizer.apply_chat_template(
             messages,
             tools=tools or None,  # as GRPOTrainer: some templates render tool boilerplate for []
@@ -114,6 +117,22 @@ class TransformersPolicy:
         schemas: list[dict[Any, Any] | Callable[..., Any]] = list(tools)
         parsed = parse_response(self.tokenizer, completion, prefix=prompt_ids[0].tolist(), tools=schemas)
         return _answer(parsed, self._calls)
+
+    def _as_trained(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The tools as GRPOTrainer shows them to the model (`offered_tools`), not as the Task API
+        lists them: a model trained through `AgentEnv` is measured on the prompt it was trained on.
+        Tools TRL could not show (the factory refuses them, so no model trained on them) go as listed."""
+        from agent_env.training.trl.classes import END_TURN, offered_tools
+        from agent_env.training.trl.signatures import UnsupportedToolError
+
+        key = json.dumps(tools)
+        if key not in self._offered:
+            listed = [tool for tool in tools if tool.get("function", {}).get("name") != END_TURN]
+            try:
+                self._offered[key] = offered_tools(listed)
+            except UnsupportedToolError:
+                self._offered[key] = tools
+        return self._offered[key]
 
 
 def _as_training_renders(tokenizer: Any) -> str | None:

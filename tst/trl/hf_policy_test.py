@@ -7,6 +7,7 @@ completion says, and build it as the chat template itself renders a tool call.
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,8 @@ import torch  # noqa: E402
 
 from agent_env import Trajectory, read_trajectories  # noqa: E402
 from agent_env.cli import main  # noqa: E402
-from agent_env.eval import PlaySettings, ToolCall, TransformersPolicy, evaluate  # noqa: E402
+from agent_env.eval import PlaySettings, ToolCall, TransformersPolicy, evaluate, play_sample  # noqa: E402
+from agent_env.training.trl import AgentEnv  # noqa: E402
 from examples.train_grpo import tiny_model_and_tokenizer  # noqa: E402
 from tst.support.harbor import HARBOR  # noqa: E402
 
@@ -144,3 +146,32 @@ def test_agent_env_eval_with_a_saved_model_folder_as_model_plays_it_locally(
     assert "eval: 11/11 episodes" in err and "0 errors" in err
     assert len(list(read_trajectories(out))) == 11
     assert "all    11 tasks" in printed
+
+
+def test_a_local_model_sees_the_tools_as_grpo_trainer_shows_them_not_as_the_task_api_lists_them() -> None:
+    model, tokenizer = tiny_model_and_tokenizer()
+    policy = TransformersPolicy(model, tokenizer, max_new_tokens=4)
+    seen: list[str] = []
+
+    def generate(input_ids: torch.Tensor, **_: Any) -> torch.Tensor:
+        seen.append(tokenizer.decode(input_ids[0]))
+        ids = tokenizer("Done.<|im_end|>", add_special_tokens=False)["input_ids"]
+        return torch.cat([input_ids, torch.tensor([ids], dtype=input_ids.dtype)], dim=-1)
+
+    with AgentEnv.local(HARBOR) as env:
+        row = dict(env.dataset[0])
+        environment = env.factory[row.pop("environment")]()
+        offered = [  # what GRPOTrainer hands the chat template: the environment's bound methods
+            getattr(environment, name)
+            for name, _ in inspect.getmembers(type(environment), predicate=inspect.isfunction)
+            if name not in ("reset", "get_reward") and not name.startswith("_")
+        ]
+        as_trained = tokenizer.apply_chat_template(
+            row["prompt"], tools=offered, add_generation_prompt=True, tokenize=False
+        )
+        (task,) = [task for task in env._api.tasks("train") if task.index == row["index"]]
+        with mock.patch.object(model, "generate", side_effect=generate):
+            play_sample(env.url, task, policy, model="tiny")
+
+    assert seen[0] == as_trained
+    assert '"minimum"' not in seen[0]  # the Task API's bounds, which get_json_schema cannot carry

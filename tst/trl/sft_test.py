@@ -6,6 +6,7 @@ model is the demo's tiny one, built offline, with TRL's Qwen3 chat template.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from collections.abc import Iterator
@@ -66,3 +67,22 @@ def test_a_rendered_demonstration_holds_its_tool_calls_real_arguments_and_the_se
     assert "crate C16 (dry) stored in bay 2" in text and "crate C16 moved to bay 6" in text
     assert "Change of plan: move the crate you just stored to bay 6." in text
     assert '"name": "end_turn"' in text
+
+
+def test_a_demonstrations_prompt_renders_exactly_as_grpo_trainer_renders_the_same_rollouts(
+    demonstrations,
+) -> None:
+    _, tokenizer = tiny_model_and_tokenizer()
+    with AgentEnv.local(HARBOR) as env:
+        row = next(row for row in demonstrations if row["id"] == "store-crate-000")
+        environment = env.factory[next(r["environment"] for r in env.dataset if r["index"] == row["index"])]()
+        offered = [  # what GRPOTrainer hands the chat template for this rollout: the bound methods
+            getattr(environment, name)
+            for name, _ in inspect.getmembers(type(environment), predicate=inspect.isfunction)
+            if name not in ("reset", "get_reward") and not name.startswith("_")
+        ]
+        prompt = row["messages"][:2]
+
+        as_trained = tokenizer.apply_chat_template(prompt, tools=offered, tokenize=False)
+
+    assert tokenizer.apply_chat_template(prompt, tools=row["tools"], tokenize=False) == as_trained

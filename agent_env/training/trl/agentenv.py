@@ -29,8 +29,8 @@ from agent_env.training.trl.classes import (
     ToolsetSettings,
     check_rendering,
     close_instances,
-    end_turn_tool,
     environment_class,
+    offered_tools,
 )
 from agent_env.training.trl.demonstrations import dataset_of, no_solutions, play_solutions
 from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
@@ -171,10 +171,11 @@ class AgentEnv:
         One row per task of the split with a solution (its bundle's `solutions/SPLIT.jsonl`), each
         played on the server now, so every tool result is the server's: `messages` (the prompt, the
         tool calls and their results, each `end_turn` answered as in training, then an empty
-        assistant message: where to stop), `tools` (the toolset's schemas and `end_turn`'s), `split`,
-        `index` and `id`. A play that no longer scores its `expected_score` (or fails) is left out,
-        with a `DemonstrationWarning` naming each; with `strict=True` a `DemonstrationError` instead.
-        A split without solutions is a `DemonstrationError`; an unknown split as for `dataset_for`.
+        assistant message: where to stop), `tools` (the toolset's tools as GRPOTrainer shows them
+        to the model, `end_turn` included: `offered_tools`), `split`, `index` and `id`. A play that
+        no longer scores its `expected_score` (or fails) is left out, with a `DemonstrationWarning`
+        naming each; with `strict=True` a `DemonstrationError` instead. A split without solutions
+        is a `DemonstrationError`; an unknown split as for `dataset_for`.
         """
         from agent_env.eval.play import PlaySettings
 
@@ -186,7 +187,7 @@ class AgentEnv:
         for solution in solutions:
             task = tasks[solution.index]
             if task.toolset.name not in tools:
-                tools[task.toolset.name] = [*map(dict, self._tools_of(task)), end_turn_tool()]
+                tools[task.toolset.name] = offered_tools(self._tools_of(task))
         settings = PlaySettings(
             reset_timeout_s=self.reset_timeout,
             tool_timeout_s=max([self.tool_timeout, *self.tool_timeouts.values()]),

@@ -17,7 +17,7 @@ import inspect
 import json
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -192,6 +192,36 @@ def check_rendering(cls: _EnvironmentClass) -> None:
                 f"toolset '{settings.toolset}', tool '{name}': get_json_schema renders it as {rendered!r}, "
                 f"which is not the tool the server lists ({listed!r}): simplify its description or arguments"
             )
+
+
+_NOT_OFFERED = frozenset({"reset", "get_reward"})
+"""The public functions of an environment class TRL does not offer the model as tools."""
+
+
+def offered_tools(schemas: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The tools GRPOTrainer shows the model for a toolset whose tools are `schemas` (the Task API's),
+    exactly as it shows them: its class's public functions but `_NOT_OFFERED`, by name (TRL lists them
+    with `inspect.getmembers`), each through transformers' `get_json_schema`, `end_turn` included.
+
+    What a model learns from (demonstrations) or is measured on (a local model's eval) must render as
+    training renders, and that is not the Task API's schema: `get_json_schema` reads a signature, so
+    bounds and defaults are gone. Needs transformers (TRL's).
+    """
+    from transformers.utils.chat_template_utils import get_json_schema
+
+    settings = ToolsetSettings(
+        key="offered-tools",
+        url="",
+        toolset="offered",
+        tools=tuple(json.dumps(schema) for schema in schemas),
+        deadlines=Deadlines(1.0, 1.0),
+    )
+    made = environment_class(settings)
+    return [
+        get_json_schema(function)
+        for name, function in inspect.getmembers(made, predicate=inspect.isfunction)
+        if name not in _NOT_OFFERED and not name.startswith("_")
+    ]
 
 
 def _tool_method(signature: ToolSignature, toolset: str) -> Callable[..., str]:

@@ -3,15 +3,16 @@ conversations TRL's SFTTrainer takes, shaped as TRL 1.16's tool-calling loop sha
 
 from __future__ import annotations
 
+import inspect
 import json
 import warnings
 from typing import Any
 
 import httpx
 import pytest
+from transformers.utils.chat_template_utils import get_json_schema
 
 from agent_env import Script
-from agent_env.eval import end_turn_tool
 from agent_env.testing import FakeTask
 from agent_env.training.trl import (
     TASK_OVER,
@@ -122,27 +123,31 @@ def test_a_row_read_back_has_exactly_the_keys_of_the_messages_and_tools_it_was_b
     assert "bay" not in json.dumps(listing) and "null" not in json.dumps(rows)
     assert [set(schema["function"]["parameters"].get("properties", {})) for schema in rows[1]["tools"]] == [
         {"crate", "bay", "kind"},
-        set(),
-        {"crate"},
         {"reply"},
+        {"crate"},
+        set(),
     ]
 
 
-def test_the_tools_column_is_the_toolsets_schemas_as_the_task_api_lists_them_then_end_turns(
+def test_the_tools_column_is_the_factorys_tools_as_grpo_trainer_lists_and_renders_them(
     serve: Serve, open_env: Open
 ) -> None:
-    server = serve({"train": [dock_task(solution=script("store", STORE_C1))]})
-    env = open_env(server.url)
-    (listed,) = httpx.post(f"{server.url}/tasks/tasks", json={"split": "train"}).json()["tasks"]
+    env = open_env(serve({"train": [dock_task(solution=script("store", STORE_C1))]}).url)
+    environment = env.factory()
+    offered = [  # as GRPOTrainer lists an environment's tools, and transformers renders each
+        get_json_schema(getattr(environment, name))
+        for name, _ in inspect.getmembers(type(environment), predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    ]
 
     (row,) = env.demonstrations().to_list()
 
-    assert row["tools"] == [*listed["toolset"]["tools"], end_turn_tool()]
+    assert row["tools"] == offered
     assert [tool["function"]["name"] for tool in row["tools"]] == [
         "add_crate",
-        "list_crates",
-        "jam_crane",
         "end_turn",
+        "jam_crane",
+        "list_crates",
     ]
 
 
