@@ -123,7 +123,7 @@ format: installed
 # example bundle served in process, and prints a table per step. `make replay` plays every task's
 # reference play instead and prints the scores.
 demo: installed
-	$(PYTHON) examples/train_grpo.py
+	$(PYTHON) examples/demo.py
 
 replay: installed
 	$(PYTHON) -m agent_env.cli replay examples/harbor

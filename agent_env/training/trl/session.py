@@ -185,8 +185,9 @@ def _at_capacity(url: str, message: str) -> str:
             "answers"
         )
     return (
-        f"{full} Each rollout in flight holds one session: raise the limit to at least the rollouts a "
-        "generation batch plays at once, with MAX_CONCURRENT_ENVS=N (or --max-concurrent-envs N) for "
+        f"{full} TRL keeps an environment for each rollout of a generation batch, per toolset, and "
+        "each holds a session: raise the limit to at least the generation batch's rollouts times the "
+        "toolsets it may use, with MAX_CONCURRENT_ENVS=N (or --max-concurrent-envs N) for "
         "`agent-env serve`, or AgentEnv.local(..., max_concurrent_envs=N)"
     )
 

@@ -331,6 +331,7 @@ def test_a_server_at_its_session_limit_fails_the_reset_naming_how_to_raise_it(
     assert "MAX_CONCURRENT_ENVS" in str(refused.value)
     assert "max_concurrent_envs=" in str(refused.value)
     assert "(1 by WebSocket clients on /ws, 0 without a client)" in str(refused.value)
+    assert "each rollout of a generation batch, per toolset" in str(refused.value)
     assert "restart" not in str(refused.value)
     first.add_crate(crate="C1", bay=2)
     assert first.get_reward() == 1.0

@@ -1,0 +1,43 @@
+"""`make demo` (examples/demo.py) runs its four stages end to end: cut to a few steps, so it checks the
+wiring, the table, the plot and the trajectories, not the learning (README quotes a full run)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_env import read_trajectories
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.timeout(900)
+def test_the_demo_evaluates_fine_tunes_trains_and_evaluates_again_printing_a_table_and_a_plot(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "demo"
+    done = subprocess.run(
+        [sys.executable, "examples/demo.py", "--sft-steps", "4", "--grpo-steps", "1", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("stage") and "train split" in line for line in lines)
+    assert [line.split()[0] for line in lines if line.split()[:1] in (["untrained"], ["SFT"], ["then"])] == [
+        "untrained",
+        "SFT",
+        "then",
+    ]
+    assert (out / "demo.png").stat().st_size > 0
+    assert list(read_trajectories(out / "training")), "GRPO's episodes are recorded by the server"
+    for stage in ("untrained", "sft", "grpo"):
+        assert len(list(read_trajectories(out / "eval" / stage / "train"))) == 33

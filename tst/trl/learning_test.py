@@ -1,0 +1,58 @@
+"""Training through `AgentEnv` makes a model better: GRPO with TRL's own generation, no stand-in.
+
+A tiny model (the demo's recipe, `examples/demo.py`) is warmed up by SFT on the harbor's reference
+plays, cut short on purpose so that it plays only some of its tasks, then trained by GRPOTrainer
+through `env.factory`. Seeds are fixed, torch runs deterministic algorithms on one thread, and the
+greedy evaluation before and after is the same code: the scores are the same on every run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TRL_EXPERIMENTAL_SILENCE"):
+    os.environ[variable] = "1"
+
+import torch  # noqa: E402
+
+from agent_env.training.trl import AgentEnv  # noqa: E402
+from examples.demo import Recipe, Report, fine_tune, reinforce, rendered, scores, tiny_model, tokenizer_for  # noqa: E402
+from tst.support.harbor import HARBOR  # noqa: E402
+
+RECIPE = Recipe(sft_steps=200, grpo_steps=60)
+MARGIN = 2 / 33
+"""GRPO plays at least two more of the 33 train tasks than SFT left it playing."""
+
+
+@pytest.fixture
+def deterministic() -> Iterator[None]:
+    threads = torch.get_num_threads()
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(False)
+        torch.set_num_threads(threads)
+
+
+@pytest.mark.timeout(900)
+def test_grpo_through_agentenv_raises_the_train_score_of_a_tiny_model_warmed_up_by_sft(
+    deterministic: None, tmp_path: Path
+) -> None:
+    with AgentEnv.local(HARBOR, max_concurrent_envs=RECIPE.grpo_batch * 8) as env:
+        demonstrations = env.demonstrations("train")
+        tokenizer = tokenizer_for(rendered(demonstrations), RECIPE.vocab)
+        model = tiny_model(tokenizer, RECIPE)
+        fine_tune(model, tokenizer, demonstrations, RECIPE, tmp_path)
+        after_sft = scores(env.url, model, tokenizer, tmp_path, "sft")["train"]
+
+        reinforce(model, tokenizer, env, RECIPE, tmp_path, Report())
+        after_grpo = scores(env.url, model, tokenizer, tmp_path, "grpo")["train"]
+
+    assert 0.3 <= after_sft <= 0.8, "SFT cut short leaves the model some tasks to learn"
+    assert after_grpo >= after_sft + MARGIN, (after_sft, after_grpo)
