@@ -26,7 +26,6 @@ from pathlib import Path
 
 from fastapi import FastAPI, HTTPException, status
 from fastapi.routing import APIWebSocketRoute
-from openenv.core.env_server.types import ListTasksRequest
 from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute, WebSocketRoute
 
@@ -100,6 +99,12 @@ class ServerStatus(BaseModel):
     max_concurrent_envs: int
     sessions: SessionCounts = Field(description="The sessions that hold capacity, by kind.")
     shutting_down: bool
+
+
+class SolutionsRequest(BaseModel):
+    """`POST /{env_name}/solutions`'s body: which split, asked as `/{env_name}/tasks` is."""
+
+    split: str = Field(description="The split whose reference plays to list.")
 
 
 class Solutions(BaseModel):
@@ -220,7 +225,7 @@ def build_served_app(
         )
 
     @app.post("/{env_name}/solutions", tags=["Task API"])
-    async def list_solutions(env_name: str, request: ListTasksRequest) -> Solutions:
+    async def list_solutions(env_name: str, request: SolutionsRequest) -> Solutions:
         if env_name.lower() != context.name.lower():
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown environment {env_name!r}")
         return Solutions(
