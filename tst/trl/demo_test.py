@@ -31,13 +31,19 @@ def test_the_demo_evaluates_fine_tunes_trains_and_evaluates_again_printing_a_tab
 
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
-    assert any(line.startswith("stage") and "train split" in line for line in lines)
-    assert [line.split()[0] for line in lines if line.split()[:1] in (["untrained"], ["SFT"], ["then"])] == [
-        "untrained",
-        "SFT",
-        "then",
-    ]
+    header = next(i for i, line in enumerate(lines) if line.startswith("stage") and "train split" in line)
+    table = lines[header + 1 : header + 4]
+    assert [row.split()[0] for row in table] == ["untrained", "SFT", "then"]
+    assert all(len(row.split()) >= 3 and all(_score(cell) for cell in row.split()[-2:]) for row in table)
     assert (out / "demo.png").stat().st_size > 0
     assert list(read_trajectories(out / "training")), "GRPO's episodes are recorded by the server"
     for stage in ("untrained", "sft", "grpo"):
         assert len(list(read_trajectories(out / "eval" / stage / "train"))) == 33
+
+
+def _score(cell: str) -> bool:
+    """Whether a table cell is a score: a number from 0 to 1."""
+    try:
+        return 0.0 <= float(cell) <= 1.0
+    except ValueError:
+        return False
