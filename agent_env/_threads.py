@@ -17,7 +17,6 @@ import functools
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 _P = ParamSpec("_P")
@@ -26,19 +25,25 @@ _T = TypeVar("_T")
 _MAX_WORKERS = 64
 
 
-@dataclass(frozen=True)
 class _Job:
-    loop: asyncio.AbstractEventLoop
-    done: asyncio.Future[Any]
-    call: Callable[[], Any]
+    """One blocking call, and the loop future its outcome settles."""
 
-    def run(self) -> None:
+    __slots__ = ("call", "done", "loop")
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, done: asyncio.Future[Any], call: Callable[[], Any]
+    ) -> None:
+        self.loop, self.done, self.call = loop, done, call
+
+    def run(self) -> Callable[[], None]:
+        """Make the call; what settles its future, to be handed to the loop."""
         try:
             result = self.call()
         except BaseException as exc:
-            outcome = functools.partial(_settle, self.done, None, exc)
-        else:
-            outcome = functools.partial(_settle, self.done, result, None)
+            return functools.partial(_settle, self.done, None, exc)
+        return functools.partial(_settle, self.done, result, None)
+
+    def hand_over(self, outcome: Callable[[], None]) -> None:
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
             self.loop.call_soon_threadsafe(outcome)
 
@@ -84,9 +89,13 @@ class Workers:
         threading.Thread(target=self._work, name=name, daemon=True).start()
 
     def _work(self) -> None:
+        # The token goes back before the loop is woken, so that once woken it finds this thread
+        # already back in `get`, where it lets go of the GIL, rather than waiting on it for a while.
         while True:
-            self._jobs.get().run()
+            job = self._jobs.get()
+            outcome = job.run()
             self._idle.append(None)
+            job.hand_over(outcome)
 
 
 _pool = Workers()

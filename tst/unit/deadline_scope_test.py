@@ -110,3 +110,50 @@ def test_many_calls_at_once_each_end_at_their_own_deadline() -> None:
         return ended
 
     assert asyncio.run(main()) == [0, 1, 2, 3]
+
+
+def test_a_cancel_from_outside_that_comes_with_the_deadline_is_still_a_cancel() -> None:
+    async def main() -> bool:
+        deadline = Deadline(None)
+
+        async def call() -> None:
+            async with deadline:
+                await asyncio.sleep(5)
+
+        task = asyncio.ensure_future(call())
+        await asyncio.sleep(0.01)
+        deadline.expire()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return deadline.expired()
+
+    assert asyncio.run(main()) is True
+
+
+def test_expire_before_or_after_the_call_does_nothing() -> None:
+    async def main() -> tuple[str, bool]:
+        deadline = Deadline(None)
+        deadline.expire()
+        async with deadline:
+            await asyncio.sleep(0)
+        deadline.expire()
+        await asyncio.sleep(0.01)  # a cancel left behind would land here
+        return "done", deadline.expired()
+
+    assert asyncio.run(main()) == ("done", False)
+
+
+def test_a_call_that_swallows_the_cancel_returns_what_it_returns() -> None:
+    async def main() -> tuple[str, bool]:
+        deadline = Deadline(0.01)
+        async with deadline:
+            try:
+                await asyncio.sleep(5)
+            except asyncio.CancelledError:
+                answer = "swallowed"
+        await asyncio.sleep(0.01)  # the task is not left cancelling
+        return answer, deadline.expired()
+
+    assert asyncio.run(main()) == ("swallowed", True)
+

@@ -10,6 +10,7 @@ names) gives no reward: `None`, which TRL turns into NaN.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,7 +35,11 @@ class Deadlines:
     tool_timeouts: tuple[tuple[str, float], ...] = ()
 
     def tool(self, name: str) -> float:
-        return dict(self.tool_timeouts).get(name, self.tool_timeout)
+        return self._by_tool.get(name, self.tool_timeout)
+
+    @functools.cached_property
+    def _by_tool(self) -> dict[str, float]:
+        return dict(self.tool_timeouts)
 
 
 @dataclass
