@@ -66,9 +66,10 @@ class Deadline:
         if self._watchdog is not None:
             self._watchdog.forget(self)
         task, self._task = self._task, None
-        if self._expired and task is not None:
-            if task.uncancel() <= self._cancelling and kind is asyncio.CancelledError:
-                raise TimeoutError from error
+        # uncancel first, whatever the call raised: the cancel was this deadline's own
+        expired_here = self._expired and task is not None and task.uncancel() <= self._cancelling
+        if expired_here and kind is asyncio.CancelledError:
+            raise TimeoutError from error
 
     def expire(self) -> None:
         """End the call now: it raises `TimeoutError` where it awaits. Outside the call, or twice, it
