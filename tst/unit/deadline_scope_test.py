@@ -156,4 +156,3 @@ def test_a_call_that_swallows_the_cancel_returns_what_it_returns() -> None:
         return answer, deadline.expired()
 
     assert asyncio.run(main()) == ("swallowed", True)
-
