@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +25,7 @@ from agent_env.eval.policy import (
 )
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
 from agent_env.specs import TaskSpec, VerifierSummary
+from agent_env.training.trl._client_loop import Answer
 from agent_env.training.trl.rollout import TASK_OVER
 from agent_env.training.trl.session import ServerRefusedError, SessionClient, SessionLostError
 from agent_env.trajectory import (
@@ -187,7 +187,7 @@ class _Game:
     def _step(self, action: AgentEnvAction, timeout_s: float) -> AgentEnvObservation:
         return self._answer(self.session.step(action, timeout_s=timeout_s))
 
-    def _answer(self, sent: Future[AgentEnvObservation]) -> AgentEnvObservation:
+    def _answer(self, sent: Answer[AgentEnvObservation]) -> AgentEnvObservation:
         """The server's answer; one that ends the episode unscored (or a lost session) ends it here."""
         try:
             answer = sent.result()

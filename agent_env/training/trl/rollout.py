@@ -9,7 +9,6 @@ names) gives no reward: `None`, which TRL turns into NaN.
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import threading
 from collections.abc import Mapping
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
+from agent_env.training.trl._client_loop import Answer
 from agent_env.training.trl.errors import ToolCallError
 from agent_env.training.trl.session import ServerRefusedError, SessionClient, SessionLostError
 
@@ -47,7 +47,7 @@ class _Episode:
     split: str
     index: int
     prompt: list[dict[str, Any]] | None
-    deploy: concurrent.futures.Future[AgentEnvObservation]
+    deploy: Answer[AgentEnvObservation]
     deployed: bool = False
     done: bool = False
     reward: float | None = None
@@ -218,7 +218,7 @@ def _why(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _settle(future: concurrent.futures.Future[Any]) -> None:
+def _settle(future: Answer[Any]) -> None:
     """Wait for a message still in flight, whatever its outcome, so the next one does not overtake it."""
     try:
         future.result()

@@ -10,12 +10,10 @@ a fresh session with no episode, so the session is closed instead and the caller
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import functools
-import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from openenv import GenericEnvClient
@@ -25,6 +23,7 @@ from agent_env._private.openenv_client import error_frame, refused_for_token
 from agent_env.errors import AgentEnvError
 from agent_env.openenv.tokens import TOKEN_VARIABLE, bearer
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, held_without_client
+from agent_env.training.trl._client_loop import Answer, ClientLoop
 from agent_env.training.trl.errors import ServerAtCapacityError, ServerUnavailableError
 
 GRACE_SECONDS = 5.0
@@ -43,28 +42,9 @@ class SessionLostError(Exception):
     """The session is gone: no answer in time, or the connection dropped. Its episode is lost."""
 
 
-class _ClientLoop:
-    """The process's event loop for every session, on a daemon thread started on first use."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def submit(self, work: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
-        """Run `work` on the loop. OpenEnv's client picks its mode by the loop it is called on, so
-        `work` is a coroutine that calls it, not the coroutine of a call made here."""
-        return asyncio.run_coroutine_threadsafe(work, self._running())
-
-    def _running(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None or self._loop.is_closed():
-                loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="agent-env-sessions", daemon=True).start()
-                self._loop = loop
-            return self._loop
-
-
-_LOOP = _ClientLoop()
+_LOOP = ClientLoop("agent-env-sessions")
+"""OpenEnv's client picks its mode by the loop it is called on, so the work handed to it is a
+coroutine that calls the client, not the coroutine of a call made on another thread."""
 
 
 class SessionClient:
@@ -114,7 +94,7 @@ class SessionClient:
 
     def reset(
         self, split: str, index: int, *, timeout_s: float, label: str | None = None
-    ) -> concurrent.futures.Future[AgentEnvObservation]:
+    ) -> Answer[AgentEnvObservation]:
         """Start an episode (its trajectory labelled `label`, if given); the future holds the server's
         answer (or a `SessionLostError`)."""
         labelled = {} if label is None else {"client": label}
@@ -123,9 +103,7 @@ class SessionClient:
         )
         return _LOOP.submit(self._observed(reset, timeout_s + GRACE_SECONDS))
 
-    def step(
-        self, action: AgentEnvAction, *, timeout_s: float
-    ) -> concurrent.futures.Future[AgentEnvObservation]:
+    def step(self, action: AgentEnvAction, *, timeout_s: float) -> Answer[AgentEnvObservation]:
         """Send one step whose deadline is `timeout_s`; the future holds the answer."""
         step = functools.partial(self._client.step, action.wire())
         return _LOOP.submit(self._observed(step, timeout_s + GRACE_SECONDS))
@@ -141,7 +119,7 @@ class SessionClient:
         )
         return observation
 
-    def _run(self, send: Callable[[], Awaitable[_T]], wait_s: float) -> concurrent.futures.Future[_T]:
+    def _run(self, send: Callable[[], Awaitable[_T]], wait_s: float) -> Answer[_T]:
         return _LOOP.submit(self._within(send, wait_s))
 
     async def _within(self, send: Callable[[], Awaitable[_T]], wait_s: float) -> _T:
