@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import crash, deploy, load, overhead, startup
+from bench import commands, crash, deploy, load, overhead, startup
 from bench.common import ROOT, Results
 from bench.report import machine, save, table
 
@@ -18,6 +18,7 @@ SECTIONS = {
     "deploy": deploy.run,
     "crash": crash.run,
     "startup": startup.run,
+    "commands": commands.run,
 }
 
 

@@ -31,6 +31,8 @@ class CommandResult:
         """The result as the played agent reads it."""
         if self.timed_out:
             status = f"[killed: the command ran past its {timeout_s:g} s deadline]"
+        elif self.exit_code is None:
+            status = "[killed: the shell that ran the command ended under it]"
         else:
             status = f"[exit code: {self.exit_code}]"
         return f"{self.output}\n{status}" if self.output else status

@@ -39,13 +39,16 @@ def bubblewrap_for(isolation: str) -> str | None:
     return found
 
 
-def confined(bwrap: str, root: Path, argv: list[str]) -> list[str]:
-    """`argv` run by `bwrap` with only `root` writable, no network and a process namespace of its own."""
+def confined(bwrap: str, root: Path, argv: list[str], *, as_pid_1: bool = False) -> list[str]:
+    """`argv` run by `bwrap` with only `root` writable, no network and a process namespace of its own
+    (`as_pid_1`: with `argv` its pid 1, which no process inside it can kill, rather than bwrap's own)."""
     wrapper = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     wrapper += ["--bind", str(root), str(root), "--chdir", str(root)]
     wrapper += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent"]
     if os.geteuid() == 0:  # root keeps its capabilities in the sandbox unless they are dropped
         wrapper += ["--cap-drop", "ALL"]
+    if as_pid_1:
+        wrapper += ["--as-pid-1"]
     return [*wrapper, "--", *argv]
 
 

@@ -1,10 +1,13 @@
-"""The `local` sandbox: a temporary folder per episode and bash commands as subprocesses in it.
+"""The `local` sandbox: a temporary folder per episode and bash commands run in it by a shell that
+lives for the episode (`agent_env.sandbox.shell`).
 
 It is the embedded default, made for trusted bundles and tests: it is not an isolation boundary.
-Each command runs in a process group of its own; when the command returns, or runs past its
-deadline, the whole group is killed, so nothing a command started keeps running between commands.
-Where bubblewrap runs (`bubblewrap.py`), each command is also confined: no network, only its
-episode's folder writable, and a process namespace that ends with it.
+Each command runs in a process group of its own; when the command returns the whole group is
+killed, so nothing a command started keeps running between commands. Past its deadline, the command
+is killed with the shell and every process of its session, and the next command starts a new shell.
+Where bubblewrap runs (`bubblewrap.py`), the shell is confined: no network, only its episode's
+folder writable, and a process namespace of which it is pid 1, so that what a command leaves behind
+is killed after it (setsid or not), and everything is when the shell is.
 """
 
 from __future__ import annotations
@@ -14,86 +17,169 @@ import contextlib
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from agent_env._private.asyncio_process import let_go_of_pipes
 from agent_env._threads import run_sync
-from agent_env.sandbox.base import CappedOutput, CommandResult
+from agent_env.sandbox.base import CommandResult
 from agent_env.sandbox.bubblewrap import bubblewrap_for, confined
+from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell
 
 _READ_CHUNK = 64 * 1024
 _OUTPUT_GRACE_S = 1.0
-_EXIT_POLL_S = 0.01
+_SESSION_PASSES = 5
 FOLDER_PREFIX = "agent-env-sandbox-"
 
 
 class LocalSandbox:
-    """A folder and the process groups of the commands running in it."""
+    """A folder, and the shell that runs its commands (`agent_env.sandbox.shell`), started at the
+    first command and again after one that had to be killed."""
 
     def __init__(self, root: Path, *, bwrap: str | None = None, max_file_mb: int | None = None) -> None:
         self.root = root
         self.bwrap = bwrap
         self.max_file_mb = max_file_mb
-        self._groups: set[int] = set()
+        self._shell: _LocalShell | None = None
+        self._lock = asyncio.Lock()
         self._closed = False
 
     async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
-        if self._closed:
-            raise RuntimeError("the sandbox has been torn down")
-        argv = ["bash", "-c", command]
-        if self.max_file_mb is not None:  # bash's ulimit -f counts KiB
-            argv = [
-                "bash",
-                "-c",
-                'ulimit -f "$1" && exec bash -c "$2"',
-                "agent-env",
-                str(self.max_file_mb * 1024),
-                command,
-            ]
-        process = await asyncio.create_subprocess_exec(
-            *(confined(self.bwrap, self.root, argv) if self.bwrap else argv),
-            cwd=self.root,
-            env=_environment(self.root),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self._groups.add(process.pid)
-        assert process.stdout is not None
-        output = CappedOutput(max_output_bytes)
-        reader = asyncio.create_task(_drain(process.stdout, output))
-        timed_out = False
-        try:
-            await asyncio.wait_for(_exited(process), timeout_s)
-        except TimeoutError:
-            timed_out = True
-        except BaseException:
-            reader.cancel()
-            raise
-        finally:
-            _kill_group(process.pid)
-            self._groups.discard(process.pid)
-        await _exited(process)
-        try:
-            await asyncio.wait_for(asyncio.shield(reader), _OUTPUT_GRACE_S)
-        except TimeoutError:
-            # Something that left the group (setsid) holds the pipe: keep what was read, let go of it.
-            reader.cancel()
-            let_go_of_pipes(process)
-        return CommandResult(
-            None if timed_out else process.returncode, output.text(), timed_out, output.dropped > 0
-        )
+        async with self._lock:
+            if self._closed:
+                raise RuntimeError("the sandbox has been torn down")
+            if self._shell is None:
+                self._shell = _LocalShell.start(self.root, self.bwrap, self.max_file_mb)
+            shell = self._shell
+            try:
+                return await shell.shell.run(command, timeout_s=timeout_s, max_output_bytes=max_output_bytes)
+            finally:
+                if not shell.shell.alive or self._closed:
+                    self._shell = None
+                    await shell.end()
 
     async def teardown(self) -> None:
         self._closed = True
-        for group in list(self._groups):
-            _kill_group(group)
-        self._groups.clear()
+        if self._shell is not None:
+            self._shell.kill_now()  # a command running now then answers at once, and ends it
+        async with self._lock:
+            if self._shell is not None:
+                shell, self._shell = self._shell, None
+                await shell.end()
         with contextlib.suppress(Exception):
             await run_sync(shutil.rmtree, self.root, ignore_errors=True)
+
+
+class _LocalShell:
+    """One `DRIVER` process in a session of its own, confined by bubblewrap (`bwrap`) if given.
+
+    It is a plain `subprocess.Popen` whose pipes are read and written without blocking, whichever
+    event loop runs the sandbox's calls: an asyncio subprocess belongs to the loop that started it.
+    """
+
+    def __init__(self, process: subprocess.Popen[bytes], *, confined: bool) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.process = process
+        self.confined = confined
+        self._stdin, self._stdout = process.stdin.fileno(), process.stdout.fileno()
+        os.set_blocking(self._stdin, False)
+        os.set_blocking(self._stdout, False)
+        self._exit = _exit_watch(process.pid)
+        self.shell = Shell(self._write, self._read)
+
+    @classmethod
+    def start(cls, root: Path, bwrap: str | None, max_file_mb: int | None) -> _LocalShell:
+        file_kib = "" if max_file_mb is None else str(max_file_mb * 1024)  # ulimit -f counts KiB
+        argv = ["bash", "-c", DRIVER, SHELL_NAME, "all" if bwrap else "group", file_kib]
+        process = subprocess.Popen(
+            confined(bwrap, root, argv, as_pid_1=True) if bwrap else argv,
+            cwd=root,
+            env=_environment(root),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        return cls(process, confined=bwrap is not None)
+
+    async def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self._stdin, view) :]
+            except BlockingIOError:
+                await _ready(self._stdin, writing=True)
+
+    async def _read(self) -> bytes:
+        """The shell's next output; b"" once it ended, or once the shell itself exited (a command that
+        killed it may hold its output open)."""
+        while True:
+            try:
+                return os.read(self._stdout, _READ_CHUNK)
+            except BlockingIOError:
+                if self.process.poll() is not None:
+                    return b""
+                await _ready(self._stdout, writing=False, or_exit=self._exit)
+
+    def kill_now(self) -> None:
+        """Kill the shell and all it runs; a read waiting on its output then ends.
+
+        Unconfined, the command runs as a process group of its own in the shell's session: that group
+        is killed, then every process left in the session. Confined, the shell is pid 1 of a process
+        namespace that ends with it (the pid it gave is that namespace's, never a host's).
+        """
+        started = self.shell.started
+        if started is not None and not self.confined:
+            _kill_group(started.pid)
+        _kill_group(self.process.pid)
+        if not self.confined:
+            _kill_session(self.process.pid)
+
+    async def end(self) -> None:
+        """`kill_now`, reap the shell (killed, it exits at once) and close the host's ends of its pipes;
+        only once no read or write waits on them."""
+        self.kill_now()
+        with contextlib.suppress(Exception):
+            await run_sync(self.process.wait, _OUTPUT_GRACE_S)
+        for pipe in (self.process.stdin, self.process.stdout):
+            with contextlib.suppress(OSError):
+                if pipe is not None:
+                    pipe.close()
+        if self._exit is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._exit)
+            self._exit = None
+
+
+async def _ready(fd: int, *, writing: bool, or_exit: int | None = None) -> None:
+    """Return once the pipe `fd` can be written (or read) without blocking, or the process whose
+    pidfd is `or_exit` exited."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def mark() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    (loop.add_writer if writing else loop.add_reader)(fd, mark)
+    if or_exit is not None:
+        loop.add_reader(or_exit, mark)
+    try:
+        await ready
+    finally:
+        (loop.remove_writer if writing else loop.remove_reader)(fd)
+        if or_exit is not None:
+            loop.remove_reader(or_exit)
+
+
+def _exit_watch(pid: int) -> int | None:
+    """A pidfd of `pid`, readable once it exits (Linux 5.3 and later; elsewhere None: a shell killed
+    by its command is then noticed at the command's deadline)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 class LocalSandboxProvider:
@@ -126,28 +212,31 @@ class LocalSandboxProvider:
         return LocalSandbox(root, bwrap=self.bwrap, max_file_mb=self.max_file_mb)
 
 
-async def _exited(process: asyncio.subprocess.Process) -> None:
-    """Return once the command's own process has exited.
-
-    `Process.wait()` alone also waits for the output pipe to close, which a background process the
-    command started holds open until its group is killed: the command would run to its deadline.
-    """
-    waiting = asyncio.ensure_future(process.wait())
-    try:
-        while process.returncode is None and not waiting.done():
-            await asyncio.wait({waiting}, timeout=_EXIT_POLL_S)
-    finally:
-        waiting.cancel()
-
-
-async def _drain(stream: asyncio.StreamReader, output: CappedOutput) -> None:
-    while chunk := await stream.read(_READ_CHUNK):
-        output.add(chunk)
-
-
 def _kill_group(group: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group, signal.SIGKILL)
+
+
+def _kill_session(session: int) -> None:
+    """Kill every process of `session` (Linux's /proc names each one's), a few passes over it, so a
+    process that forked while a pass ran is caught by the next."""
+    proc = Path("/proc")
+    for _ in range(_SESSION_PASSES):
+        found = False
+        with contextlib.suppress(OSError):
+            for entry in proc.iterdir():
+                if not entry.name.isdigit():
+                    continue
+                try:
+                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                except (OSError, IndexError):
+                    continue
+                if int(fields[3]) == session:
+                    found = True
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(int(entry.name), signal.SIGKILL)
+        if not found:
+            return
 
 
 def _environment(root: Path) -> dict[str, str]:

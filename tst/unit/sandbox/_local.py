@@ -7,11 +7,18 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
+import pytest
+
 from agent_env import CommandResult
 from agent_env.sandbox import LocalSandbox, LocalSandboxProvider
 
 DEADLINE_S = 2.0
 CAP = 1024
+ISOLATIONS = [
+    pytest.param("none", id="unconfined"),
+    pytest.param("bubblewrap", id="bubblewrap", marks=pytest.mark.needs("bubblewrap")),
+]
+"""Either way, what a command started must end with it: bubblewrap's process namespace changes how."""
 T = TypeVar("T")
 
 

@@ -11,13 +11,7 @@ import pytest
 from agent_env import CommandResult
 from agent_env.sandbox import LocalSandbox, LocalSandboxProvider
 from tst.support.waiting import eventually, running, written
-from tst.unit.sandbox._local import DEADLINE_S, in_sandbox, run
-
-ISOLATIONS = [
-    pytest.param("none", id="unconfined"),
-    pytest.param("bubblewrap", id="bubblewrap", marks=pytest.mark.needs("bubblewrap")),
-]
-"""Either way, what a command started must end with it: bubblewrap's process namespace changes how."""
+from tst.unit.sandbox._local import DEADLINE_S, ISOLATIONS, in_sandbox, run
 
 
 def test_the_task_files_are_seeded_into_the_sandbox_folder_nested_paths_too(tmp_path: Path):

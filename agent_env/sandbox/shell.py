@@ -1,0 +1,124 @@
+"""A shell that lives in its sandbox for the episode, fed one command at a time.
+
+Starting bash for every command (and, confined, bubblewrap) costs milliseconds each time; forking a
+command from a shell already running costs about one. `DRIVER` is that shell. It reads each command
+framed on its stdin (a fresh nonce, the command's length in bytes, the command), runs it in the
+background with its output (stdout and stderr) on its own stdout, says it started, waits for it,
+kills what it left behind, and writes the exit code after a marker that carries the nonce. What
+arrives before a command's start marker was written by something an earlier command left behind,
+and is dropped.
+
+A command past its deadline is not the shell's to stop: the sandbox kills the shell with the command,
+and the next command starts a new shell. A command can forge its own
+markers only by guessing a nonce it was never given; at worst it misreports its own result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from agent_env.sandbox.base import CappedOutput, CommandResult
+
+DRIVER = r"""
+exec 2>/dev/null
+export LC_ALL=C
+mode=$1
+if [ -n "$2" ]; then ulimit -f "$2" || exit 97; fi
+if [ "$mode" = group ]; then set -m; fi
+while IFS= read -r nonce && IFS= read -r size && IFS= read -r -N "$size" command; do
+  bash -c "$command" </dev/null 2>&1 &
+  pid=$!
+  printf '\001%s %d\n' "$nonce" "$pid"
+  wait "$pid"
+  status=$?
+  if [ "$mode" = all ]; then kill -9 -1; else kill -9 -- "-$pid"; fi
+  printf '\000%s %d\n' "$nonce" "$status"
+done
+"""
+"""bash, run as `bash -c DRIVER agent-env-shell MODE [FILE_KIB]`. MODE `group` (a shell among the
+host's processes) runs each command as a process group of its own and kills that group after it;
+`all` (a shell alone in a process namespace or a container) kills every process but itself and
+pid 1. FILE_KIB, if given, caps the size of each file a command writes (`ulimit -f`)."""
+
+SHELL_NAME = "agent-env-shell"
+_READ_CHUNK = 64 * 1024
+
+
+@dataclass
+class Started:
+    """A command the shell started: its pid, as the shell sees it (in its own namespace, if any)."""
+
+    pid: int
+
+
+class Shell:
+    """The host's side of one running `DRIVER`: commands written with `write`, its output read with
+    `read` (which answers b"" once the shell's output ended).
+
+    A command that runs past its deadline, or whose shell ends under it, leaves the shell `alive`
+    False: it is then the caller's to kill (the command with it) and to replace.
+    """
+
+    def __init__(
+        self, write: Callable[[bytes], Awaitable[None]], read: Callable[[], Awaitable[bytes]]
+    ) -> None:
+        self._write = write
+        self._read = read
+        self._buffer = bytearray()
+        self.alive = True
+        self.started: Started | None = None
+        """The command running now, once the shell said it started it."""
+
+    async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
+        """Run one command to its end, past its deadline (`timed_out`), or until the shell ends
+        (exit code None): with the output it wrote meanwhile, up to `max_output_bytes`."""
+        data = command.encode()
+        if b"\0" in data:
+            return CommandResult(2, "bash: a command cannot contain a NUL character")
+        nonce = secrets.token_hex(16).encode()
+        output = CappedOutput(max_output_bytes)
+        self.started = None
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._write(nonce + b"\n" + str(len(data)).encode() + b"\n" + data)
+                self.started = Started(int(await self._line_after(b"\x01" + nonce + b" ", None)))
+                status = int(await self._line_after(b"\x00" + nonce + b" ", output))
+        except (TimeoutError, _ShellEndedError, OSError, ValueError) as cut:
+            self.alive = False
+            if self.started is not None:  # what the command wrote, up to its marker's possible start
+                output.add(bytes(self._buffer))
+            timed_out = isinstance(cut, TimeoutError)
+            return CommandResult(None, output.text(), timed_out=timed_out, truncated=output.dropped > 0)
+        self.started = None
+        return CommandResult(status, output.text(), truncated=output.dropped > 0)
+
+    async def _line_after(self, marker: bytes, output: CappedOutput | None) -> bytes:
+        """The rest of the line that starts with `marker`. What comes before it goes to `output`
+        (or nowhere), all but a tail that may be the start of the marker, split between reads."""
+        while True:
+            at = self._buffer.find(marker)
+            if at >= 0:
+                end = self._buffer.find(b"\n", at + len(marker))
+                if end >= 0:
+                    if output is not None:
+                        output.add(bytes(self._buffer[:at]))
+                    line = bytes(self._buffer[at + len(marker) : end])
+                    del self._buffer[: end + 1]
+                    return line
+            else:
+                keep = len(marker) - 1
+                if len(self._buffer) > keep:
+                    if output is not None:
+                        output.add(bytes(self._buffer[:-keep]))
+                    del self._buffer[:-keep]
+            chunk = await self._read()
+            if not chunk:
+                raise _ShellEndedError
+            self._buffer += chunk
+
+
+class _ShellEndedError(Exception):
+    """The shell's output ended before the command's did."""
