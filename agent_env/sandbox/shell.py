@@ -2,15 +2,15 @@
 
 Starting bash for every command (and, confined, bubblewrap) costs milliseconds each time; forking a
 command from a shell already running costs about one. `DRIVER` is that shell. It reads each command
-framed on its stdin (a fresh nonce, the command's length in bytes, the command), runs it in the
-background with its output (stdout and stderr) on its own stdout, says it started, waits for it,
-kills what it left behind, and writes the exit code after a marker that carries the nonce. What
-arrives before a command's start marker was written by something an earlier command left behind,
-and is dropped.
+framed on its stdin (a fresh nonce, the command's length in bytes, the command) and runs it in the
+background, with its output (stdout and stderr) on the shell's stdout after a start marker the
+command's own process writes first. It waits for the command, kills what it left behind, and writes
+the exit code after an end marker; both markers carry the nonce. What arrives before a command's
+start marker was written by something an earlier command left behind, and is dropped.
 
 A command past its deadline is not the shell's to stop: the sandbox kills the shell with the command,
-and the next command starts a new shell. A command can forge its own
-markers only by guessing a nonce it was never given; at worst it misreports its own result.
+and the next command starts a new shell. A command can forge a marker only by guessing a nonce it
+was never given; at worst it misreports its own result.
 """
 
 from __future__ import annotations
@@ -24,14 +24,13 @@ from agent_env.sandbox.base import CappedOutput, CommandResult
 
 DRIVER = r"""
 exec 2>/dev/null
-export LC_ALL=C
+LC_ALL=C  # the shell's own: lengths in bytes; not exported, so commands keep LANG
 mode=$1
 if [ -n "$2" ]; then ulimit -f "$2" || exit 97; fi
 if [ "$mode" = group ]; then set -m; fi
 while IFS= read -r nonce && IFS= read -r size && IFS= read -r -N "$size" command; do
-  bash -c "$command" </dev/null 2>&1 &
+  (printf '\001%s %d\n' "$nonce" "$BASHPID"; exec bash -c "$command") </dev/null 2>&1 &
   pid=$!
-  printf '\001%s %d\n' "$nonce" "$pid"
   wait "$pid"
   status=$?
   if [ "$mode" = all ]; then kill -9 -1; else kill -9 -- "-$pid"; fi

@@ -147,3 +147,15 @@ def test_the_framing_holds_when_the_shell_s_output_arrives_one_byte_at_a_time(tm
     assert capped == CommandResult(5, "x" * 100 + "\n[output truncated: 201 more bytes]", truncated=True)
     assert mine == CommandResult(0, "mine\n")
     assert last == CommandResult(0, "last\n")
+
+
+def test_a_command_keeps_the_sandbox_s_locale_and_its_output_comes_whole_however_quick(tmp_path: Path):
+    async def act(sandbox: LocalSandbox) -> list[CommandResult]:
+        return [await run(sandbox, 'echo "$LANG:${LC_ALL-unset}"; printf "é" | wc -m')] + [
+            await run(sandbox, f"echo {index}") for index in range(200)
+        ]
+
+    locale, *quick = in_sandbox(tmp_path, act)
+
+    assert locale == CommandResult(0, "C.UTF-8:unset\n1\n")
+    assert quick == [CommandResult(0, f"{index}\n") for index in range(200)]
