@@ -1,9 +1,9 @@
 """6. Commands: a bash `true` through the Episode API, in one episode, with each local sandbox.
 
 The local sandbox's shell lives for the episode and forks each command (`agent_env.sandbox.shell`):
-measured unconfined and, where it runs, under bubblewrap, against the way before it, side by side in
-the same run: a bash process spawned for each command, whose exit was polled every 10 ms (unconfined,
-and under bubblewrap). Target: p50 at most 2 ms, with and without bubblewrap.
+measured unconfined and, where it runs, under bubblewrap, side by side in the same run with the way
+before it (`ProcessPerCommand`, through the same Episode API): a bash started for each command, and
+a bubblewrap too when confined. Target: p50 at most 2 ms, with and without bubblewrap.
 """
 
 from __future__ import annotations
@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
+import tempfile
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from agent_env.sandbox.base import CappedOutput, CommandResult
 from bench.common import Figure, Results, percentile
 from bench.serve import BUNDLE
 
@@ -25,14 +28,12 @@ TARGET_MS = 2.0
 _OLD_POLL_S = 0.01
 
 
-async def through_episode(workdir: Path, isolation: str, count: int) -> list[float]:
+async def through_episode(provider: Any, count: int) -> list[float]:
     """Seconds per `bash true` of one episode's `count` commands, through `Episode.call_tool`."""
     from agent_env import Episode
     from agent_env.bundle import load_bundle
-    from agent_env.sandbox import LocalSandboxProvider
 
-    task = load_bundle(BUNDLE).splits["train"][SHELL_TASK]
-    episode = Episode(task, provider=LocalSandboxProvider(workdir, isolation=isolation))
+    episode = Episode(load_bundle(BUNDLE).splits["train"][SHELL_TASK], provider=provider)
     await episode.deploy()
     try:
         return await _timed(lambda: episode.call_tool("bash", {"command": "true"}), count)
@@ -40,30 +41,56 @@ async def through_episode(workdir: Path, isolation: str, count: int) -> list[flo
         await episode.teardown()
 
 
-async def a_process_per_command(workdir: Path, bwrap: str | None, count: int) -> list[float]:
-    """The way before: a bash started for each command, its exit polled every 10 ms."""
-    from agent_env.sandbox.bubblewrap import confined
+class ProcessPerCommand:
+    """The way before, as a sandbox provider: a folder, and a bash started for each command (under
+    its own bubblewrap, if given) whose output is drained and whose exit is polled every 10 ms."""
 
-    argv = ["bash", "-c", "true"]
-    command = confined(bwrap, workdir, argv) if bwrap else argv
+    name = "process-per-command"
 
-    async def once() -> None:
-        process = await asyncio.create_subprocess_exec(
-            *command,
-            cwd=workdir,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
-        waiting = asyncio.ensure_future(process.wait())
-        while process.returncode is None and not waiting.done():
-            await asyncio.wait({waiting}, timeout=_OLD_POLL_S)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        await waiting
+    def __init__(self, parent: Path, bwrap: str | None) -> None:
+        self.parent, self.bwrap = parent, bwrap
 
-    return await _timed(once, count)
+    async def create(self, files: Mapping[str, bytes]) -> ProcessPerCommand.Sandbox:
+        return ProcessPerCommand.Sandbox(Path(tempfile.mkdtemp(dir=self.parent)), self.bwrap)
+
+    class Sandbox:
+        def __init__(self, root: Path, bwrap: str | None) -> None:
+            self.root, self.bwrap = root, bwrap
+
+        async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
+            from agent_env.sandbox.bubblewrap import confined
+
+            argv = ["bash", "-c", command]
+            process = await asyncio.create_subprocess_exec(
+                *(confined(self.bwrap, self.root, argv) if self.bwrap else argv),
+                cwd=self.root,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+            assert process.stdout is not None
+            output = CappedOutput(max_output_bytes)
+            reader = asyncio.ensure_future(_drain(process.stdout, output))
+            waiting = asyncio.ensure_future(process.wait())
+            try:
+                async with asyncio.timeout(timeout_s):
+                    while process.returncode is None and not waiting.done():
+                        await asyncio.wait({waiting}, timeout=_OLD_POLL_S)
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                await waiting
+                await reader
+            return CommandResult(process.returncode, output.text())
+
+        async def teardown(self) -> None:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+async def _drain(stream: asyncio.StreamReader, output: CappedOutput) -> None:
+    while chunk := await stream.read(64 * 1024):
+        output.add(chunk)
 
 
 async def _timed(call: Callable[[], Awaitable[object]], count: int) -> list[float]:
@@ -77,25 +104,22 @@ async def _timed(call: Callable[[], Awaitable[object]], count: int) -> list[floa
 
 
 def run(results: Results, workdir: Path, *, quick: bool) -> None:
+    from agent_env.sandbox import LocalSandboxProvider
     from agent_env.sandbox.bubblewrap import bubblewrap_for
 
     count, rounds = (10, 1) if quick else (40, 5)
     bwrap = bubblewrap_for("auto")
-    ways: dict[str, Callable[[], Coroutine[Any, Any, list[float]]]] = {
-        "local sandbox, unconfined": lambda: through_episode(workdir, "none", count),
-        "the way before, unconfined: a bash per command, exit polled": lambda: a_process_per_command(
-            workdir, None, count
-        ),
+    ways: dict[str, Callable[[], Any]] = {
+        "local sandbox, unconfined": lambda: LocalSandboxProvider(workdir, isolation="none"),
+        "the way before, unconfined": lambda: ProcessPerCommand(workdir, None),
     }
     if bwrap is not None:
-        ways["local sandbox, bubblewrap"] = lambda: through_episode(workdir, "bubblewrap", count)
-        ways["the way before, bubblewrap: a bwrap and a bash per command, exit polled"] = lambda: (
-            a_process_per_command(workdir, bwrap, count)
-        )
+        ways["local sandbox, bubblewrap"] = lambda: LocalSandboxProvider(workdir, isolation="bubblewrap")
+        ways["the way before, bubblewrap"] = lambda: ProcessPerCommand(workdir, bwrap)
     samples: dict[str, list[float]] = {name: [] for name in ways}
     for _ in range(rounds):  # alternating, so that drift in the machine's load falls on all alike
-        for name, way in ways.items():
-            samples[name] += asyncio.run(way())
+        for name, provider in ways.items():
+            samples[name] += asyncio.run(through_episode(provider(), count))
     for name, seconds in samples.items():
         target = TARGET_MS if name.startswith("local sandbox") else None
         results.add(
