@@ -4,11 +4,12 @@ A container has no network, CPU, memory and pids limits, no capabilities and no 
 read-only root filesystem, and runs as a user other than root (by default). Only its work folder and
 /tmp are writable: each is a tmpfs of `work_mb`, so a command that fills them gets "no space left"
 and the host's disk is untouched. The task's files are unpacked into the work folder, by the
-container's `tar` and as its user, before the first turn. Each command runs through `exec` under a
-small wrapper that, when the command returns, kills every process it left behind (`kill -9 -1`
-spares only the container's init and the wrapper itself), so nothing runs between commands, as with
-`local`. A command past its deadline is killed from a second `exec`. The container is removed at
-teardown, whatever happened.
+container's `tar` and as its user, before the first turn. The commands are run by a shell that lives
+in the container for the episode (`agent_env.sandbox.shell`), one `exec` whose stdin and output are
+its attach socket: when a command returns, the shell kills every process it left behind (`kill -9
+-1` spares only the container's init and the shell itself), so nothing runs between commands, as
+with `local`. A command past its deadline is killed, with the shell, from a second `exec`, and the
+next command starts a new shell. The container is removed at teardown, whatever happened.
 
 The engine is checked when the provider is made, that is when a server starts, so a missing engine
 or image is an error before the first episode rather than at it.
@@ -23,21 +24,21 @@ import logging
 import os
 import socket
 import tarfile
+import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from agent_env._private.docker_attach import output_chunks, raw_socket
-from agent_env._threads import run_in_own_thread, run_sync
+from agent_env._threads import run_sync
 from agent_env.errors import SandboxUnavailableError
 from agent_env.sandbox.base import CappedOutput, CommandResult
 from agent_env.sandbox.config import SandboxConfig
 from agent_env.sandbox.docker_image import SANDBOX_LABEL, WORK_FOLDER
+from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell
 
 INSTALL_HINT = "pip install 'agentenv-framework[docker]'"
-_WRAPPER = 'bash -c "$1"; status=$?; kill -9 -1 2>/dev/null; exit $status'
 _KILL_ALL = ["/bin/bash", "-c", "kill -9 -1"]
-_KILL_GRACE_S = 5.0
 _PAGE = 4096
 _ENGINE_TIMEOUT_S = 120
 """How long one call to the engine may take: a busy engine creating dozens of containers is slow."""
@@ -69,10 +70,13 @@ def docker_client() -> Any:
 
 
 class DockerSandbox:
-    """One episode's container."""
+    """One episode's container, and the shell in it that runs its commands (`agent_env.sandbox.shell`),
+    started at the first command and again after one that had to be killed."""
 
     def __init__(self, container: Any) -> None:
         self.container = container
+        self._shell: _ContainerShell | None = None
+        self._lock = asyncio.Lock()
         self._closed = False
 
     @property
@@ -80,30 +84,21 @@ class DockerSandbox:
         return str(self.container.id)
 
     async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
-        if self._closed:
-            raise RuntimeError("the sandbox has been torn down")
-        api = self.container.client.api
-        execution = await run_sync(
-            api.exec_create,
-            self.container.id,
-            ["/bin/bash", "-c", _WRAPPER, "agent-env", command],
-            workdir=WORK_FOLDER,
-            environment=_ENVIRONMENT,
-        )
-        output = CappedOutput(max_output_bytes)
-        reading = asyncio.ensure_future(run_in_own_thread(_read_all, api, execution["Id"], output))
-        timed_out = False
-        try:
-            await _within(reading, timeout_s)
-        except TimeoutError:
-            timed_out = True
-            await run_sync(self._kill_all)
-            with contextlib.suppress(TimeoutError):
-                await _within(reading, _KILL_GRACE_S)
-        if timed_out:
-            return CommandResult(None, output.text(), True, output.dropped > 0)
-        exit_code = (await run_sync(api.exec_inspect, execution["Id"])).get("ExitCode")
-        return CommandResult(exit_code, output.text(), False, output.dropped > 0)
+        async with self._lock:
+            if self._closed:
+                raise RuntimeError("the sandbox has been torn down")
+            if self._shell is None:
+                self._shell = await run_sync(
+                    _ContainerShell.start, self.container, asyncio.get_running_loop()
+                )
+            shell = self._shell
+            try:
+                return await shell.shell.run(command, timeout_s=timeout_s, max_output_bytes=max_output_bytes)
+            finally:
+                if not shell.shell.alive or self._closed:
+                    self._shell = None
+                    await run_sync(self._kill_all)
+                    shell.close()
 
     async def teardown(self) -> None:
         if self._closed:
@@ -117,10 +112,55 @@ class DockerSandbox:
             pass  # already gone, with nothing left to remove
         except Exception as exc:
             log.warning("could not remove sandbox container %s: %s", self.container.id[:12], exc)
+        if self._shell is not None:
+            self._shell.close()  # its container is gone: a command running now answers at once
 
     def _kill_all(self) -> None:
         with contextlib.suppress(Exception):
             self.container.exec_run(_KILL_ALL)
+
+
+class _ContainerShell:
+    """One `DRIVER` exec in the container, over its attach socket: written from the event loop (via
+    the sync pool), read by a thread of its own that splits the engine's stream into its frames."""
+
+    def __init__(self, attached: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self._attached = attached
+        self._socket = raw_socket(attached)
+        self._loop = loop
+        self._chunks: asyncio.Queue[bytes] = asyncio.Queue()
+        threading.Thread(target=self._pump, name="agent-env-docker-shell", daemon=True).start()
+        self.shell = Shell(self._write, self._chunks.get)
+
+    @classmethod
+    def start(cls, container: Any, loop: asyncio.AbstractEventLoop) -> _ContainerShell:
+        api = container.client.api
+        execution = api.exec_create(
+            container.id,
+            ["/bin/bash", "-c", DRIVER, SHELL_NAME, "all", ""],
+            stdin=True,
+            workdir=WORK_FOLDER,
+            environment=_ENVIRONMENT,
+        )
+        return cls(api.exec_start(execution["Id"], socket=True), loop)
+
+    async def _write(self, data: bytes) -> None:
+        await run_sync(self._socket.sendall, data)
+
+    def _pump(self) -> None:
+        """Hand the loop what the shell writes (stdout and stderr alike), then b"" once it ends."""
+        with contextlib.suppress(Exception):
+            for chunk in output_chunks(self._attached):
+                self._loop.call_soon_threadsafe(self._chunks.put_nowait, chunk)
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody reads any more
+            self._loop.call_soon_threadsafe(self._chunks.put_nowait, b"")
+
+    def close(self) -> None:
+        """Let go of the attach socket; its reading thread then ends."""
+        with contextlib.suppress(OSError):
+            self._socket.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(Exception):
+            self._attached.close()
 
 
 class DockerSandboxProvider:
@@ -199,16 +239,6 @@ class DockerSandboxProvider:
                 f"`agent-env sandbox-image --tag {self.settings.image}`, or set [sandbox] image in "
                 "bundle.toml to an image that has /bin/bash"
             ) from exc
-
-
-async def _within(reading: asyncio.Future[None], timeout_s: float) -> None:
-    await asyncio.wait_for(asyncio.shield(reading), timeout_s)
-
-
-def _read_all(api: Any, execution: str, output: CappedOutput) -> None:
-    chunks: Iterator[bytes] = api.exec_start(execution, stream=True)
-    for chunk in chunks:
-        output.add(chunk)
 
 
 def _unpack(container: Any, archive: bytes) -> None:

@@ -307,3 +307,41 @@ def test_commands_cut_short_while_running_never_starve_the_teardowns_that_end_th
         await asyncio.wait_for(asyncio.gather(*(s.teardown() for s in sandboxes)), 30)
 
     asyncio.run(play())
+
+
+def test_commands_run_in_one_shell_started_once_yet_share_only_the_work_folder(
+    provider: DockerSandboxProvider,
+) -> None:
+    async def play(sandbox: DockerSandbox) -> list[Any]:
+        return [
+            await sandbox.run(command, timeout_s=10, max_output_bytes=CAP)
+            for command in (
+                "echo $PPID; export CARGO=lead; cd /tmp; echo ok > kept",
+                'echo $PPID "[$CARGO]"; pwd; cat /tmp/kept',
+            )
+        ]
+
+    first, second = in_sandbox(provider, {}, play)
+
+    shell = first.output.strip()
+    assert second.output.split() == [shell, "[]", "/work", "ok"]
+
+
+def test_after_a_command_that_killed_its_shell_or_ran_past_its_deadline_the_next_runs_in_a_new_one(
+    provider: DockerSandboxProvider,
+) -> None:
+    async def play(sandbox: DockerSandbox) -> list[Any]:
+        return [
+            await sandbox.run("echo $PPID", timeout_s=10, max_output_bytes=CAP),
+            await sandbox.run("echo going; kill -9 -1", timeout_s=10, max_output_bytes=CAP),
+            await sandbox.run("echo $PPID", timeout_s=10, max_output_bytes=CAP),
+            await sandbox.run("sleep 30", timeout_s=0.5, max_output_bytes=CAP),
+            await sandbox.run("echo $PPID", timeout_s=10, max_output_bytes=CAP),
+        ]
+
+    first, killer, second, late, third = in_sandbox(provider, {}, play)
+
+    assert (killer.exit_code, killer.timed_out) == (None, False) and killer.output.startswith("going")
+    assert killer.render(10).endswith("[killed: the shell that ran the command ended under it]")
+    assert late.timed_out
+    assert len({first.output, second.output, third.output}) == 3
