@@ -35,7 +35,7 @@ from agent_env.errors import SandboxUnavailableError
 from agent_env.sandbox.base import CappedOutput, CommandResult
 from agent_env.sandbox.config import SandboxConfig
 from agent_env.sandbox.docker_image import SANDBOX_LABEL, WORK_FOLDER
-from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell
+from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot
 
 INSTALL_HINT = "pip install 'agentenv-framework[docker]'"
 _KILL_ALL = ["/bin/bash", "-c", "kill -9 -1"]
@@ -75,45 +75,38 @@ class DockerSandbox:
 
     def __init__(self, container: Any) -> None:
         self.container = container
-        self._shell: _ContainerShell | None = None
-        self._lock = asyncio.Lock()
-        self._closed = False
+        self._shells: ShellSlot[_ContainerShell] = ShellSlot(self._start, self._end)
+        self._removed = False
 
     @property
     def id(self) -> str:
         return str(self.container.id)
 
     async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
-        async with self._lock:
-            if self._closed:
-                raise RuntimeError("the sandbox has been torn down")
-            if self._shell is None:
-                self._shell = await run_sync(
-                    _ContainerShell.start, self.container, asyncio.get_running_loop()
-                )
-            shell = self._shell
-            try:
-                return await shell.shell.run(command, timeout_s=timeout_s, max_output_bytes=max_output_bytes)
-            finally:
-                if not shell.shell.alive or self._closed:
-                    self._shell = None
-                    await run_sync(self._kill_all)
-                    shell.close()
+        return await self._shells.run(command, timeout_s=timeout_s, max_output_bytes=max_output_bytes)
 
     async def teardown(self) -> None:
-        if self._closed:
+        if self._removed:
             return
-        self._closed = True
+        self._removed = True
+        self._shells.closed = True  # from now on, commands are refused
         import docker.errors
 
-        try:
+        try:  # a command running now answers at once: its container is gone
             await run_sync(self.container.remove, force=True, v=True)
         except docker.errors.NotFound:
             pass  # already gone, with nothing left to remove
         except Exception as exc:
             log.warning("could not remove sandbox container %s: %s", self.container.id[:12], exc)
-        if self._shell is not None:
-            self._shell.close()  # its container is gone: a command running now answers at once
+        await self._shells.close()
+
+    async def _start(self) -> _ContainerShell:
+        return await run_sync(_ContainerShell.start, self.container, asyncio.get_running_loop())
+
+    async def _end(self, shell: _ContainerShell) -> None:
+        if not self._removed:
+            await run_sync(self._kill_all)
+        shell.close()
 
     def _kill_all(self) -> None:
         with contextlib.suppress(Exception):

@@ -25,7 +25,7 @@ from pathlib import Path
 from agent_env._threads import run_sync
 from agent_env.sandbox.base import CommandResult
 from agent_env.sandbox.bubblewrap import bubblewrap_for, confined
-from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell
+from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot
 
 _READ_CHUNK = 64 * 1024
 _OUTPUT_GRACE_S = 1.0
@@ -41,34 +41,20 @@ class LocalSandbox:
         self.root = root
         self.bwrap = bwrap
         self.max_file_mb = max_file_mb
-        self._shell: _LocalShell | None = None
-        self._lock = asyncio.Lock()
-        self._closed = False
+        self._shells: ShellSlot[_LocalShell] = ShellSlot(self._start, _LocalShell.end)
 
     async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
-        async with self._lock:
-            if self._closed:
-                raise RuntimeError("the sandbox has been torn down")
-            if self._shell is None:
-                self._shell = _LocalShell.start(self.root, self.bwrap, self.max_file_mb)
-            shell = self._shell
-            try:
-                return await shell.shell.run(command, timeout_s=timeout_s, max_output_bytes=max_output_bytes)
-            finally:
-                if not shell.shell.alive or self._closed:
-                    self._shell = None
-                    await shell.end()
+        return await self._shells.run(command, timeout_s=timeout_s, max_output_bytes=max_output_bytes)
 
     async def teardown(self) -> None:
-        self._closed = True
-        if self._shell is not None:
-            self._shell.kill_now()  # a command running now then answers at once, and ends it
-        async with self._lock:
-            if self._shell is not None:
-                shell, self._shell = self._shell, None
-                await shell.end()
+        if self._shells.running is not None:
+            self._shells.running.kill_now()  # a command running now then answers at once
+        await self._shells.close()
         with contextlib.suppress(Exception):
             await run_sync(shutil.rmtree, self.root, ignore_errors=True)
+
+    async def _start(self) -> _LocalShell:
+        return _LocalShell.start(self.root, self.bwrap, self.max_file_mb)
 
 
 class _LocalShell:

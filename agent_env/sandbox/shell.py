@@ -19,6 +19,7 @@ import asyncio
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 from agent_env.sandbox.base import CappedOutput, CommandResult
 
@@ -121,3 +122,47 @@ class Shell:
 
 class _ShellEndedError(Exception):
     """The shell's output ended before the command's did."""
+
+
+class _Running(Protocol):
+    shell: Shell
+
+
+_R = TypeVar("_R", bound=_Running)
+
+
+class ShellSlot(Generic[_R]):
+    """A sandbox's one running shell: `start`ed for its first command and again after a command that
+    left it dead, `end`ed then and at `close`; commands one at a time."""
+
+    def __init__(self, start: Callable[[], Awaitable[_R]], end: Callable[[_R], Awaitable[None]]) -> None:
+        self._start = start
+        self._end = end
+        self._lock = asyncio.Lock()
+        self.running: _R | None = None
+        self.closed = False
+
+    async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
+        async with self._lock:
+            if self.closed:
+                raise RuntimeError("the sandbox has been torn down")
+            if self.running is None:
+                self.running = await self._start()
+            running = self.running
+            try:
+                return await running.shell.run(
+                    command, timeout_s=timeout_s, max_output_bytes=max_output_bytes
+                )
+            finally:
+                if not running.shell.alive or self.closed:
+                    self.running = None
+                    await self._end(running)
+
+    async def close(self) -> None:
+        """Take no more commands, and end the shell once the command running now, if any, answered
+        (the caller makes sure it does soon: it kills the shell, or removes its container)."""
+        self.closed = True
+        async with self._lock:
+            if self.running is not None:
+                running, self.running = self.running, None
+                await self._end(running)
