@@ -111,8 +111,8 @@ def test_a_command_reads_an_empty_stdin_and_a_nul_in_a_command_is_refused(tmp_pa
 
 
 def test_the_framing_holds_when_the_shell_s_output_arrives_one_byte_at_a_time(tmp_path: Path):
-    """The markers split over reads at every byte, the output over its cap, and bytes that arrive
-    before a command's start: all through the real driver."""
+    """The markers split over reads at every byte, the output over its cap, and a leftover killed
+    before it could write into the next command's output: all through the real driver."""
     process = subprocess.Popen(
         ["bash", "-c", DRIVER, SHELL_NAME, "group", ""],
         cwd=tmp_path,
