@@ -8,8 +8,9 @@ container's `tar` and as its user, before the first turn. The commands are run b
 in the container for the episode (`agent_env.sandbox.shell`), one `exec` whose stdin and output are
 its attach socket: when a command returns, the shell kills every process it left behind (`kill -9
 -1` spares only the container's init and the shell itself), so nothing runs between commands, as
-with `local`. A command past its deadline is killed, with the shell, from a second `exec`, and the
-next command starts a new shell. The container is removed at teardown, whatever happened.
+with `local`. Past a command's deadline, a second `exec` tells the shell to kill it (`kill -USR1`);
+only a shell that does not is killed, and the next command starts a new one. The container is
+removed at teardown, whatever happened.
 
 The engine is checked when the provider is made, that is when a server starts, so a missing engine
 or image is an error before the first episode rather than at it.
@@ -35,7 +36,7 @@ from agent_env.errors import SandboxUnavailableError
 from agent_env.sandbox.base import CappedOutput, CommandResult
 from agent_env.sandbox.config import SandboxConfig
 from agent_env.sandbox.docker_image import SANDBOX_LABEL, WORK_FOLDER
-from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot
+from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot, Started
 
 INSTALL_HINT = "pip install 'agentenv-framework[docker]'"
 _KILL_ALL = ["/bin/bash", "-c", "kill -9 -1"]
@@ -117,13 +118,14 @@ class _ContainerShell:
     """One `DRIVER` exec in the container, over its attach socket: written from the event loop (via
     the sync pool), read by a thread of its own that splits the engine's stream into its frames."""
 
-    def __init__(self, attached: Any, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, container: Any, attached: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self._container = container
         self._attached = attached
         self._socket = raw_socket(attached)
         self._loop = loop
         self._chunks: asyncio.Queue[bytes] = asyncio.Queue()
         threading.Thread(target=self._pump, name="agent-env-docker-shell", daemon=True).start()
-        self.shell = Shell(self._write, self._chunks.get)
+        self.shell = Shell(self._write, self._chunks.get, self._interrupt)
 
     @classmethod
     def start(cls, container: Any, loop: asyncio.AbstractEventLoop) -> _ContainerShell:
@@ -135,10 +137,17 @@ class _ContainerShell:
             workdir=WORK_FOLDER,
             environment=_ENVIRONMENT,
         )
-        return cls(api.exec_start(execution["Id"], socket=True), loop)
+        return cls(container, api.exec_start(execution["Id"], socket=True), loop)
 
     async def _write(self, data: bytes) -> None:
         await run_sync(self._socket.sendall, data)
+
+    async def _interrupt(self, started: Started) -> None:
+        """Tell the shell to stop the command it runs, from an `exec` of its own."""
+        command = ["/bin/bash", "-c", f"kill -USR1 {started.shell_pid}"]
+        done = await run_sync(self._container.exec_run, command)
+        if done.exit_code != 0:
+            raise ProcessLookupError(f"{command[-1]} in the container: exit {done.exit_code}")
 
     def _pump(self) -> None:
         """Hand the loop what the shell writes (stdout and stderr alike), then b"" once it ends."""

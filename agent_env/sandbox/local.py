@@ -3,8 +3,9 @@ lives for the episode (`agent_env.sandbox.shell`).
 
 It is the embedded default, made for trusted bundles and tests: it is not an isolation boundary.
 Each command runs in a process group of its own; when the command returns the whole group is
-killed, so nothing a command started keeps running between commands. Past its deadline, the command
-is killed with the shell and every process of its session, and the next command starts a new shell.
+killed, so nothing a command started keeps running between commands. Past its deadline, the shell is
+told to kill the command (and does so as after its end); a shell that does not is killed with every
+process of its session, and the next command starts a new shell.
 Where bubblewrap runs (`bubblewrap.py`), the shell is confined: no network, only its episode's
 folder writable, and a process namespace of which it is pid 1, so that what a command leaves behind
 is killed after it (setsid or not), and everything is when the shell is.
@@ -25,7 +26,7 @@ from pathlib import Path
 from agent_env._threads import run_sync
 from agent_env.sandbox.base import CommandResult
 from agent_env.sandbox.bubblewrap import bubblewrap_for, confined
-from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot
+from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot, Started
 
 _READ_CHUNK = 64 * 1024
 _OUTPUT_GRACE_S = 1.0
@@ -72,7 +73,7 @@ class _LocalShell:
         os.set_blocking(self._stdin, False)
         os.set_blocking(self._stdout, False)
         self._exit = _exit_watch(process.pid)
-        self.shell = Shell(self._write, self._read)
+        self.shell = Shell(self._write, self._read, self._interrupt)
 
     @classmethod
     def start(cls, root: Path, bwrap: str | None, max_file_mb: int | None) -> _LocalShell:
@@ -107,6 +108,12 @@ class _LocalShell:
                 if self.process.poll() is not None:
                     return b""
                 await _ready(self._stdout, writing=False, or_exit=self._exit)
+
+    async def _interrupt(self, started: Started) -> None:
+        """Tell the shell to stop the command it runs: SIGUSR1 to the shell's process, which is
+        bubblewrap's child when confined (pid 1 of the namespace bubblewrap made)."""
+        shell = _only_child(self.process.pid) if self.confined else self.process.pid
+        os.kill(shell, signal.SIGUSR1)
 
     def kill_now(self) -> None:
         """Kill the shell and all it runs; a read waiting on its output then ends.
@@ -196,6 +203,14 @@ class LocalSandboxProvider:
             shutil.rmtree(root, ignore_errors=True)
             raise
         return LocalSandbox(root, bwrap=self.bwrap, max_file_mb=self.max_file_mb)
+
+
+def _only_child(pid: int) -> int:
+    """The one child of `pid` (Linux's /proc lists them); an error if it has none or several."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    if len(children) != 1:
+        raise ProcessLookupError(f"process {pid} has {len(children)} children, not one")
+    return int(children[0])
 
 
 def _kill_group(group: int) -> None:

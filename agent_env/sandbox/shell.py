@@ -8,9 +8,12 @@ command's own process writes first. It waits for the command, kills what it left
 the exit code after an end marker; both markers carry the nonce. What arrives before a command's
 start marker was written by something an earlier command left behind, and is dropped.
 
-A command past its deadline is not the shell's to stop: the sandbox kills the shell with the command,
-and the next command starts a new shell. A command can forge a marker only by guessing a nonce it
-was never given; at worst it misreports its own result.
+A command past its deadline is killed by the shell, on the host's word: the host sends the shell
+SIGUSR1, which ends its wait for the command; the shell kills the command as it would have after its
+end, and writes its end marker. The shell, its state and what the episode wrote, go on. Only a shell
+that does not answer within `STOP_GRACE_S` is killed with its command, and the next command starts a
+new one. A command can forge a marker only by guessing a nonce it was never given; at worst it
+misreports its own result.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ LC_ALL=C  # the shell's own: lengths in bytes; not exported, so commands keep LA
 mode=$1
 if [ -n "$2" ]; then ulimit -f "$2" || exit 97; fi
 if [ "$mode" = group ]; then set -m; fi
+trap : USR1  # the host's "past its deadline": ends the wait below, and the command is killed
 while IFS= read -r nonce && IFS= read -r size && IFS= read -r -N "$size" command; do
-  (printf '\001%s %d\n' "$nonce" "$BASHPID"; exec bash -c "$command") </dev/null 2>&1 &
+  (trap - USR1; printf '\001%s %d %d\n' "$nonce" "$BASHPID" "$$"; exec bash -c "$command") </dev/null 2>&1 &
   pid=$!
   wait "$pid"
   status=$?
@@ -44,29 +48,37 @@ host's processes) runs each command as a process group of its own and kills that
 pid 1. FILE_KIB, if given, caps the size of each file a command writes (`ulimit -f`)."""
 
 SHELL_NAME = "agent-env-shell"
-_READ_CHUNK = 64 * 1024
+STOP_GRACE_S = 2.0
+"""How long a shell told to stop a command past its deadline has to answer, before it is killed."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Started:
-    """A command the shell started: its pid, as the shell sees it (in its own namespace, if any)."""
+    """A command the shell started: its pid and the shell's, as the shell sees them (in its own
+    namespace, if any)."""
 
     pid: int
+    shell_pid: int
 
 
 class Shell:
     """The host's side of one running `DRIVER`: commands written with `write`, its output read with
-    `read` (which answers b"" once the shell's output ended).
+    `read` (which answers b"" once the shell's output ended), and a command past its deadline
+    stopped with `interrupt` (which sends the shell SIGUSR1).
 
-    A command that runs past its deadline, or whose shell ends under it, leaves the shell `alive`
-    False: it is then the caller's to kill (the command with it) and to replace.
+    A command whose shell ends under it, or one that its shell did not stop when told, leaves the
+    shell `alive` False: it is then the caller's to kill (the command with it) and to replace.
     """
 
     def __init__(
-        self, write: Callable[[bytes], Awaitable[None]], read: Callable[[], Awaitable[bytes]]
+        self,
+        write: Callable[[bytes], Awaitable[None]],
+        read: Callable[[], Awaitable[bytes]],
+        interrupt: Callable[[Started], Awaitable[None]],
     ) -> None:
         self._write = write
         self._read = read
+        self._interrupt = interrupt
         self._buffer = bytearray()
         self.alive = True
         self.started: Started | None = None
@@ -84,16 +96,32 @@ class Shell:
         try:
             async with asyncio.timeout(timeout_s):
                 await self._write(nonce + b"\n" + str(len(data)).encode() + b"\n" + data)
-                self.started = Started(int(await self._line_after(b"\x01" + nonce + b" ", None)))
+                pid, shell_pid = (await self._line_after(b"\x01" + nonce + b" ", None)).split()
+                self.started = Started(int(pid), int(shell_pid))
                 status = int(await self._line_after(b"\x00" + nonce + b" ", output))
         except (TimeoutError, _ShellEndedError, OSError, ValueError) as cut:
-            self.alive = False
-            if self.started is not None:  # what the command wrote, up to its marker's possible start
-                output.add(bytes(self._buffer))
             timed_out = isinstance(cut, TimeoutError)
+            if timed_out and await self._stopped(nonce, output):
+                self.started = None
+            else:  # `started` stays, for the caller that kills the shell to kill the command with it
+                self.alive = False
+                if self.started is not None:  # what the command wrote, up to its marker's possible start
+                    output.add(bytes(self._buffer))
             return CommandResult(None, output.text(), timed_out=timed_out, truncated=output.dropped > 0)
         self.started = None
         return CommandResult(status, output.text(), truncated=output.dropped > 0)
+
+    async def _stopped(self, nonce: bytes, output: CappedOutput) -> bool:
+        """Whether the shell, told to, stopped the command it started and answered in time."""
+        if self.started is None:
+            return False
+        try:
+            async with asyncio.timeout(STOP_GRACE_S):
+                await self._interrupt(self.started)
+                await self._line_after(b"\x00" + nonce + b" ", output)
+        except Exception:  # the signal could not be sent, or the shell did not answer: it is killed
+            return False
+        return True
 
     async def _line_after(self, marker: bytes, output: CappedOutput | None) -> bytes:
         """The rest of the line that starts with `marker`. What comes before it goes to `output`

@@ -1,18 +1,21 @@
 """The shell that lives in a local sandbox for its episode: one per sandbox, each command framed and
-its own, a new shell after one that had to be killed."""
+its own, a command past its deadline stopped by the shell, a new shell after one that had to be killed."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 
 from agent_env import CommandResult
 from agent_env.sandbox import LocalSandbox
-from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell
+from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, Started
 from tst.support.waiting import eventually, running
 from tst.unit.sandbox._local import ISOLATIONS, in_sandbox, run
 
@@ -31,21 +34,32 @@ def test_commands_run_in_one_shell_started_once_yet_share_only_the_folder(tmp_pa
 
 
 @pytest.mark.parametrize("isolation", ISOLATIONS)
-def test_after_a_command_killed_past_its_deadline_the_next_runs_in_a_new_shell(
+def test_a_command_past_its_deadline_is_killed_with_what_it_started_and_its_shell_runs_on(
     tmp_path: Path, isolation: str
 ):
     async def act(sandbox: LocalSandbox) -> tuple[str, CommandResult, str]:
         before = (await run(sandbox, "echo $PPID")).output
-        killed = await run(sandbox, "sleep 30.21", timeout_s=0.3)
+        killed = await run(sandbox, "sleep 30.21 & echo begun; sleep 30.21", timeout_s=0.3)
         return before, killed, (await run(sandbox, "echo $PPID")).output
 
     before, killed, after = in_sandbox(tmp_path, act, isolation=isolation)
 
-    assert killed.timed_out and killed.exit_code is None
-    assert after.strip().isdigit()
+    assert killed == CommandResult(None, "begun\n", timed_out=True)
+    assert after == before
     assert running("30.21") == []
-    if isolation == "none":  # confined, the shell is pid 1 of each of its namespaces
-        assert after != before
+
+
+def test_a_shell_that_does_not_stop_its_command_when_told_is_killed_with_it_and_replaced(tmp_path: Path):
+    async def act(sandbox: LocalSandbox) -> tuple[str, CommandResult, str]:
+        before = (await run(sandbox, "echo $PPID")).output
+        killed = await run(sandbox, "kill -STOP $PPID; echo begun; sleep 30.25", timeout_s=0.3)
+        return before, killed, (await run(sandbox, "echo $PPID")).output
+
+    before, killed, after = in_sandbox(tmp_path, act, isolation="none")
+
+    assert killed == CommandResult(None, "begun\n", timed_out=True)
+    assert after.strip().isdigit() and after != before
+    assert running("30.25") == []
 
 
 def test_a_command_that_kills_its_shell_is_told_so_and_the_next_command_runs(tmp_path: Path):
@@ -127,26 +141,43 @@ def test_the_framing_holds_when_the_shell_s_output_arrives_one_byte_at_a_time(tm
         stdin.write(data)
         stdin.flush()
 
-    async def read() -> bytes:
-        return await asyncio.to_thread(stdout.read, 1)
+    def pump(loop: asyncio.AbstractEventLoop, into: asyncio.Queue[bytes]) -> None:
+        """One byte at a time into `into`, whose `get` (unlike a thread's read) loses nothing if cancelled."""
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody reads any more
+            while byte := stdout.read(1):
+                loop.call_soon_threadsafe(into.put_nowait, byte)
+
+    async def interrupt(started: Started) -> None:
+        os.kill(process.pid, signal.SIGUSR1)
 
     async def act() -> list[CommandResult]:
-        shell = Shell(write, read)
+        output: asyncio.Queue[bytes] = asyncio.Queue()
+        pumps.append(threading.Thread(target=pump, args=(asyncio.get_running_loop(), output)))
+        pumps[0].start()
+        shell = Shell(write, output.get, interrupt)
         return [
             await shell.run("printf 'x%.0s' $(seq 300); echo; exit 5", timeout_s=10, max_output_bytes=100),
             await shell.run("(sleep 0.2; echo stray) & echo mine", timeout_s=10, max_output_bytes=100),
+            await shell.run("echo early; sleep 30.24", timeout_s=0.5, max_output_bytes=100),
             await shell.run("sleep 0.5; echo last", timeout_s=10, max_output_bytes=100),
         ]
 
+    pumps: list[threading.Thread] = []
     try:
-        capped, mine, last = asyncio.run(act())
+        capped, mine, late, last = asyncio.run(act())
     finally:
         process.kill()
         process.wait(10)
+        for thread in pumps:
+            thread.join(10)
+        stdin.close()
+        stdout.close()
 
     assert capped == CommandResult(5, "x" * 100 + "\n[output truncated: 201 more bytes]", truncated=True)
     assert mine == CommandResult(0, "mine\n")
+    assert late == CommandResult(None, "early\n", timed_out=True)
     assert last == CommandResult(0, "last\n")
+    assert running("30.24") == []
 
 
 def test_a_command_keeps_the_sandbox_s_locale_and_its_output_comes_whole_however_quick(tmp_path: Path):
