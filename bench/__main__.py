@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import commands, crash, deploy, load, overhead, startup
+from bench import commands, crash, deploy, load, overhead, sandboxes, startup
 from bench.common import ROOT, Results
 from bench.report import machine, save, table
 
@@ -19,6 +19,7 @@ SECTIONS = {
     "crash": crash.run,
     "startup": startup.run,
     "commands": commands.run,
+    "sandboxes": sandboxes.run,
 }
 
 

@@ -49,13 +49,23 @@ class Server:
 
 @contextmanager
 def server(
-    kind: str, *, sandbox: str = "local", capacity: int = 512, workdir: Path, record: bool = False
+    kind: str,
+    *,
+    sandbox: str = "local",
+    capacity: int = 512,
+    workdir: Path,
+    record: bool = False,
+    warm: int | None = None,
 ) -> Iterator[Server]:
     """A server process (`bench.serve`), stopped with SIGTERM after use; its sandboxes go under `workdir`,
-    and so do its trajectories if it `record`s."""
-    sandboxes = workdir / f"sandboxes-{kind}-{sandbox}{'-recording' if record else ''}"
+    and so do its trajectories if it `record`s. `warm` is its Docker sandboxes' warm pool."""
+    sandboxes = (
+        workdir
+        / f"sandboxes-{kind}-{sandbox}{'-recording' if record else ''}{f'-warm{warm}' if warm else ''}"
+    )
     sandboxes.mkdir(parents=True, exist_ok=True)
     recording = ["--record", str(workdir / f"trajectories-{kind}-{sandbox}")] if record else []
+    recording += ["--warm", str(warm)] if warm else []
     process = subprocess.Popen(
         [
             sys.executable,

@@ -1,6 +1,7 @@
 """A server process for the benchmarks: the bench bundle through `build_app`, or a bare OpenEnv env.
 
-    python -m bench.serve bundle [--sandbox local|docker] [--capacity N] [--record DIR]
+    python -m bench.serve bundle [--sandbox local|docker|docker-before] [--warm N] [--capacity N]
+                                 [--record DIR]
     python -m bench.serve bare [--capacity N]
 
 Both are served the same way (uvicorn on a loopback port of its own), so the two differ only by what
@@ -64,13 +65,21 @@ def main() -> None:
     parser.add_argument("--sandbox", default="local")
     parser.add_argument("--capacity", type=int, default=512)
     parser.add_argument("--record", help="the bundle's server records every trajectory to this folder")
+    parser.add_argument("--warm", type=int, help="the Docker sandboxes' warm pool")
     args = parser.parse_args()
     if args.kind == "bare":
         app = bare_app(args.capacity)
     else:
         from agent_env.openenv import build_app
 
-        app = build_app(BUNDLE, sandbox=args.sandbox, max_concurrent_envs=args.capacity, record=args.record)
+        sandbox: Any = args.sandbox
+        if sandbox == "docker-before":  # the way before the shell and the pool (bench.sandboxes)
+            from bench.sandboxes import ContainerPerReset
+
+            sandbox = ContainerPerReset()
+        app = build_app(
+            BUNDLE, sandbox=sandbox, max_concurrent_envs=args.capacity, record=args.record, warm=args.warm
+        )
     listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
     print(f"port {listener.getsockname()[1]}", flush=True)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=30)

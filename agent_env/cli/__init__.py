@@ -84,6 +84,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--sandbox", choices=PROVIDERS, help="sandbox provider (default: the bundle's)")
     serve.add_argument(
+        "--warm",
+        type=int,
+        metavar="N",
+        help="docker sandbox: keep N containers started ahead of the episodes (default: the bundle's "
+        "[sandbox] warm, else 0)",
+    )
+    serve.add_argument(
         "--token",
         help="require this bearer token on every route and the WebSocket (default: $AGENTENV_TOKEN, if set)",
     )
@@ -185,6 +192,7 @@ def _serve(args: argparse.Namespace) -> int:
             token=args.token,
             record=args.record,
             record_max_mb=args.record_max_mb,
+            warm=args.warm,
         )
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

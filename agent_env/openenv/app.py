@@ -40,7 +40,9 @@ from agent_env.openenv.tokens import resolve_token
 from agent_env.openenv.tracker import EpisodeTracker
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, AgentEnvState, SessionCounts
 from agent_env.recording import DEFAULT_MAX_MB, Redaction, TrajectoryRecorder
-from agent_env.sandbox.base import SandboxProvider
+from agent_env.sandbox.base import RunsWithServer, SandboxProvider
+from agent_env.sandbox.pool import PoolStatus, WarmPool
+from agent_env.sandbox.registry import server_provider
 from agent_env.served import Served, serve_bundle
 from agent_env.specs import SolutionSpec
 
@@ -99,6 +101,9 @@ class ServerStatus(BaseModel):
     max_concurrent_envs: int
     sessions: SessionCounts = Field(description="The sessions that hold capacity, by kind.")
     shutting_down: bool
+    warm_pool: PoolStatus | None = Field(
+        None, description="The Docker sandboxes' warm pool (`--warm`), if the server keeps one."
+    )
 
 
 class SolutionsRequest(BaseModel):
@@ -123,14 +128,17 @@ def build_app(
     token: str | None = None,
     record: str | Path | None = None,
     record_max_mb: float = DEFAULT_MAX_MB,
+    warm: int | None = None,
 ) -> FastAPI:
     """The app that serves `bundle` (a folder or a loaded `Bundle`) over OpenEnv.
 
-    `sandbox` overrides the bundle's sandbox provider; `env_name` (default: the bundle's name) is the
-    `{env_name}` of the Task API's routes. `token` (default: `AGENTENV_TOKEN`, if set) is then
-    required as `Authorization: Bearer <token>` on every route, the WebSocket included. `record`
-    names a folder where each episode's trajectory is written once it is torn down, in files that
-    roll at `record_max_mb`; the token and what the bundle's `[record]` marks secret are redacted.
+    `sandbox` overrides the bundle's sandbox provider, and `warm` its `[sandbox] warm`: Docker
+    containers kept started ahead of the episodes, each serving one. `env_name` (default: the
+    bundle's name) is the `{env_name}` of the Task API's routes. `token` (default: `AGENTENV_TOKEN`,
+    if set) is then required as `Authorization: Bearer <token>` on every route, the WebSocket
+    included. `record` names a folder where each episode's trajectory is written once it is torn
+    down, in files that roll at `record_max_mb`; the token and what the bundle's `[record]` marks
+    secret are redacted.
     """
     loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
     recorder = None
@@ -141,13 +149,16 @@ def build_app(
             keys=secrets.redact_keys, env=secrets.redact_env, values=[token_value] if token_value else []
         )
         recorder = TrajectoryRecorder(record, max_mb=record_max_mb, redaction=redaction)
+    settings = loaded.config.sandbox
+    provider = server_provider(sandbox if sandbox is not None else settings.provider, settings, warm=warm)
     return build_served_app(
-        serve_bundle(loaded, sandbox=sandbox),
+        serve_bundle(loaded, sandbox=provider),
         name=env_name or loaded.name,
         description=loaded.config.description,
         max_concurrent_envs=max_concurrent_envs,
         token=token,
         recorder=recorder,
+        sandboxes=provider,
     )
 
 
@@ -159,6 +170,7 @@ def build_served_app(
     max_concurrent_envs: int | None = None,
     token: str | None = None,
     recorder: TrajectoryRecorder | None = None,
+    sandboxes: SandboxProvider | None = None,
 ) -> FastAPI:
     """The app that serves `served` (split -> tasks, as `serve_bundle` makes them) over OpenEnv.
 
@@ -167,6 +179,8 @@ def build_served_app(
     `{env_name}` of the Task API's routes (made safe for a URL path), `description` the app's;
     `max_concurrent_envs` and `token` are as for `build_app`; `recorder`, if given, gets every
     episode's trajectory once it is torn down, and is closed when the server shuts down.
+    `sandboxes`, the provider the tasks' episodes use, is started with the server and closed after
+    its last teardown if it has work of its own (`RunsWithServer`: a warm pool, say).
     """
     required_token = resolve_token(token)
     context = ServerContext(
@@ -179,10 +193,15 @@ def build_served_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        running = sandboxes if isinstance(sandboxes, RunsWithServer) else None
+        if running is not None:
+            await running.start()
         try:
             yield
         finally:
             await context.shut_down()
+            if running is not None:
+                await running.close()
 
     app = FastAPI(
         title=context.name,
@@ -222,6 +241,7 @@ def build_served_app(
             max_concurrent_envs=context.max_concurrent_envs,
             sessions=server.counts(),
             shutting_down=context.tracker.closing,
+            warm_pool=sandboxes.status() if isinstance(sandboxes, WarmPool) else None,
         )
 
     @app.post("/{env_name}/solutions", tags=["Task API"])

@@ -39,12 +39,14 @@ def serve(
     token: str | None = None,
     record: str | Path | None = None,
     record_max_mb: float = DEFAULT_MAX_MB,
+    warm: int | None = None,
     out: TextIO = sys.stdout,
 ) -> None:
     """Serve `bundle` until SIGTERM or Ctrl-C; logs one line per episode.
 
     `token` (default: `AGENTENV_TOKEN`, if set) is required on every route when there is one;
-    `record` is a folder for every episode's trajectory (`build_app`'s).
+    `record` is a folder for every episode's trajectory and `warm` the Docker sandboxes' warm pool
+    (`build_app`'s).
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -58,6 +60,7 @@ def serve(
         token=token,
         record=record,
         record_max_mb=record_max_mb,
+        warm=warm,
     )
     name = app.state.agent_env.name
     listener = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)

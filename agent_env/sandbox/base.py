@@ -79,3 +79,13 @@ class SandboxProvider(Protocol):
     async def create(self, files: Mapping[str, bytes]) -> Sandbox:
         """A new sandbox with `files` (relative paths, already checked) written into it."""
         ...
+
+
+@runtime_checkable
+class RunsWithServer(Protocol):
+    """A provider with work of its own while a server runs (a warm pool, removals in the background):
+    started as the server starts, on its event loop, and closed after its last teardown."""
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...

@@ -34,6 +34,12 @@ class SandboxConfig(BaseModel):
         pattern=r"^\d+(:\d+)?$",
         description="The uid[:gid] commands run as; the work folder is theirs. 0:0 is root.",
     )
+    warm: int = Field(
+        0,
+        ge=0,
+        le=1024,
+        description="Docker: containers a server keeps started ahead of its episodes (a warm pool); 0: none.",
+    )
     work_mb: int = Field(
         128,
         ge=1,

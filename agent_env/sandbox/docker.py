@@ -3,14 +3,16 @@
 A container has no network, CPU, memory and pids limits, no capabilities and no way to gain any, a
 read-only root filesystem, and runs as a user other than root (by default). Only its work folder and
 /tmp are writable: each is a tmpfs of `work_mb`, so a command that fills them gets "no space left"
-and the host's disk is untouched. The task's files are unpacked into the work folder, by the
-container's `tar` and as its user, before the first turn. The commands are run by a shell that lives
-in the container for the episode (`agent_env.sandbox.shell`), one `exec` whose stdin and output are
-its attach socket: when a command returns, the shell kills every process it left behind (`kill -9
+and the host's disk is untouched. The commands are run by a shell that lives in the container for
+the episode (`agent_env.sandbox.shell`), one `exec` whose stdin and output are its attach socket,
+started with the container; the task's files are unpacked into the work folder by the container's
+`tar`, as its user, before the first turn (through that shell when they fit in one command). The
+shell runs each command: when a command returns, the shell kills every process it left behind (`kill -9
 -1` spares only the container's init and the shell itself), so nothing runs between commands, as
 with `local`. Past a command's deadline, a second `exec` tells the shell to kill it (`kill -USR1`);
-only a shell that does not is killed, and the next command starts a new one. The container is
-removed at teardown, whatever happened.
+only a shell that does not is killed, and the next command starts a new one. At teardown, whatever
+happened, nothing the episode started runs on (a command running then is killed with the container),
+and the container is removed in the background (`docker_removal`).
 
 The engine is checked when the provider is made, that is when a server starts, so a missing engine
 or image is an error before the first episode rather than at it.
@@ -19,6 +21,7 @@ or image is an error before the first episode rather than at it.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import io
 import logging
@@ -35,12 +38,18 @@ from agent_env._threads import run_sync
 from agent_env.errors import SandboxUnavailableError
 from agent_env.sandbox.base import CappedOutput, CommandResult
 from agent_env.sandbox.config import SandboxConfig
-from agent_env.sandbox.docker_image import SANDBOX_LABEL, WORK_FOLDER
+from agent_env.sandbox.docker_image import WORK_FOLDER
+from agent_env.sandbox.docker_removal import Removals, remove_orphans
+from agent_env.sandbox.owner import owner_labels
 from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot, Started
 
 INSTALL_HINT = "pip install 'agentenv-framework[docker]'"
 _KILL_ALL = ["/bin/bash", "-c", "kill -9 -1"]
 _PAGE = 4096
+_CHECK_TIMEOUT_S = 10.0
+_MAX_INLINE_ARCHIVE = 96 * 1024
+"""The most base64 of the task's files sent as one command (a command is one argument of at most
+128 KiB to `bash -c`); more goes in through an exec of its own."""
 _ENGINE_TIMEOUT_S = 120
 """How long one call to the engine may take: a busy engine creating dozens of containers is slow."""
 # The container's init: bash reaps every orphan it adopts, so killed leftovers leave no zombie that
@@ -72,10 +81,11 @@ def docker_client() -> Any:
 
 class DockerSandbox:
     """One episode's container, and the shell in it that runs its commands (`agent_env.sandbox.shell`),
-    started at the first command and again after one that had to be killed."""
+    started with it and again after a command that left it dead."""
 
-    def __init__(self, container: Any) -> None:
+    def __init__(self, container: Any, removals: Removals) -> None:
         self.container = container
+        self._removals = removals
         self._shells: ShellSlot[_ContainerShell] = ShellSlot(self._start, self._end)
         self._removed = False
 
@@ -86,20 +96,61 @@ class DockerSandbox:
     async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
         return await self._shells.run(command, timeout_s=timeout_s, max_output_bytes=max_output_bytes)
 
+    async def check(self) -> None:
+        """Start the shell, if it is not running, and make sure it answers: an error if the container died."""
+        answer = await self.run(":", timeout_s=_CHECK_TIMEOUT_S, max_output_bytes=_PAGE)
+        if answer.exit_code != 0:
+            raise RuntimeError(
+                f"the sandbox container {self.id[:12]} does not answer: {answer.render(_CHECK_TIMEOUT_S)}"
+            )
+
+    async def put_files(self, files: Mapping[str, bytes]) -> None:
+        """Unpack `files` into the work folder with the container's own `tar`, as its user."""
+        if not files:
+            return
+        archive = _archive(files)
+        encoded = base64.b64encode(archive).decode()
+        if len(encoded) <= _MAX_INLINE_ARCHIVE:  # one command: far quicker than an exec of its own
+            command = f"set -o pipefail; printf %s '{encoded}' | base64 -d | tar -x -C {WORK_FOLDER}"
+            answer = await self.run(command, timeout_s=_ENGINE_TIMEOUT_S, max_output_bytes=_PAGE)
+            exit_code, output = answer.exit_code, answer.output
+        else:
+            exit_code, output = await run_sync(_unpack, self.container, archive)
+        if exit_code != 0:
+            raise RuntimeError(
+                f"the sandbox could not unpack the task's files into {WORK_FOLDER} with tar (exit "
+                f"{exit_code}: {output.strip()!r}): use an image that has tar and base64, and a work_mb "
+                "that holds the files"
+            )
+
     async def teardown(self) -> None:
+        """Stop what runs in the container at once, and leave its removal to the background.
+
+        Between commands only the container's init and the shell run, both idle (the shell killed
+        everything else after the last command): the removal can wait. A command running now is
+        killed first, with the container.
+        """
         if self._removed:
             return
         self._removed = True
+        busy = self._shells.busy
         self._shells.closed = True  # from now on, commands are refused
+        if busy:
+            await self._kill()
+        self._removals.remove(self.container)
+        await self._shells.close()
+
+    async def _kill(self) -> None:
+        """Kill the container: every process ends at once, and a command running now answers."""
         import docker.errors
 
-        try:  # a command running now answers at once: its container is gone
-            await run_sync(self.container.remove, force=True, v=True)
+        try:
+            await run_sync(self.container.kill)
         except docker.errors.NotFound:
-            pass  # already gone, with nothing left to remove
-        except Exception as exc:
-            log.warning("could not remove sandbox container %s: %s", self.container.id[:12], exc)
-        await self._shells.close()
+            pass
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:  # 409: it was not running any more
+                log.warning("could not kill sandbox container %s: %s", self.id[:12], exc)
 
     async def _start(self) -> _ContainerShell:
         return await run_sync(_ContainerShell.start, self.container, asyncio.get_running_loop())
@@ -166,31 +217,55 @@ class _ContainerShell:
 
 
 class DockerSandboxProvider:
-    """Makes one container per episode from `settings.image`, with `settings`' limits."""
+    """Makes one container per episode from `settings.image`, with `settings`' limits.
+
+    A server `start`s it, which removes the containers that servers no longer running left on this
+    host, and `close`s it, which waits for the removals its sandboxes' teardowns left running.
+    """
 
     name = "docker"
 
     def __init__(self, settings: SandboxConfig | None = None, *, client: Any = None) -> None:
         self.settings = settings or SandboxConfig(provider="docker")
         self.client = client if client is not None else docker_client()
+        self.removals = Removals()
         self._check_image()
 
     async def create(self, files: Mapping[str, bytes]) -> DockerSandbox:
+        self.check_room(files)
+        sandbox = await self.started()
+        try:
+            await sandbox.put_files(files)
+        except BaseException:
+            await sandbox.teardown()
+            raise
+        return sandbox
+
+    async def started(self) -> DockerSandbox:
+        """A sandbox whose container and shell run, with no files yet."""
+        sandbox = DockerSandbox(await run_sync(self._start), self.removals)
+        try:
+            await sandbox.check()
+        except BaseException:
+            await sandbox.teardown()
+            raise
+        return sandbox
+
+    def check_room(self, files: Mapping[str, bytes]) -> None:
+        """An error, saying what to raise, if `files` do not fit in the work folder."""
         needed, room = _footprint(files), self.settings.work_mb * 2**20
         if needed > room:
             raise RuntimeError(
                 f"the task's files take {needed / 2**20:.1f} MiB in the work folder, which holds "
                 f"{self.settings.work_mb} MiB: raise [sandbox] work_mb in bundle.toml"
             )
-        container = await run_sync(self._start)
-        sandbox = DockerSandbox(container)
-        try:
-            if files:
-                await run_sync(_unpack, container, _archive(files))
-        except BaseException:
-            await sandbox.teardown()
-            raise
-        return sandbox
+
+    async def start(self) -> None:
+        await run_sync(remove_orphans, self.client)
+
+    async def close(self) -> None:
+        """Return once every container a teardown left to remove is gone."""
+        await self.removals.wait()
 
     def _start(self) -> Any:
         """Create and start the container; whatever fails, no container of it is left behind.
@@ -221,7 +296,7 @@ class DockerSandboxProvider:
                     "/tmp": f"rw,size={settings.work_mb}m,mode=1777",
                 },
                 working_dir=WORK_FOLDER,
-                labels={SANDBOX_LABEL: "1", f"{SANDBOX_LABEL}.server-pid": str(os.getpid())},
+                labels=owner_labels(),
             )
             container.start()
         except BaseException:
@@ -243,8 +318,9 @@ class DockerSandboxProvider:
             ) from exc
 
 
-def _unpack(container: Any, archive: bytes) -> None:
-    """Unpack `archive` into the work folder with the container's own `tar`, fed on its stdin.
+def _unpack(container: Any, archive: bytes) -> tuple[int | None, str]:
+    """Unpack `archive` into the work folder with the container's own `tar` in an exec of its own, fed
+    on its stdin; its exit code and output. For archives too big for one command of the shell.
 
     The engine's archive upload cannot write into a tmpfs (it writes beneath the mount), and the
     root filesystem is read-only; so the files go in from inside, as the container's user.
@@ -253,7 +329,7 @@ def _unpack(container: Any, archive: bytes) -> None:
     execution = api.exec_create(container.id, ["tar", "-x", "-C", WORK_FOLDER], stdin=True)
     attached = api.exec_start(execution["Id"], socket=True)
     connection = raw_socket(attached)
-    output = CappedOutput(4096)
+    output = CappedOutput(_PAGE)
     try:
         connection.sendall(archive)
         connection.shutdown(socket.SHUT_WR)  # tar's end of input
@@ -261,12 +337,7 @@ def _unpack(container: Any, archive: bytes) -> None:
             output.add(chunk)
     finally:
         attached.close()
-    exit_code = api.exec_inspect(execution["Id"]).get("ExitCode")
-    if exit_code != 0:
-        raise RuntimeError(
-            f"the sandbox could not unpack the task's files into {WORK_FOLDER} with tar (exit {exit_code}: "
-            f"{output.text().strip()!r}): use an image that has tar, and a work_mb that holds the files"
-        )
+    return api.exec_inspect(execution["Id"]).get("ExitCode"), output.text()
 
 
 def _archive(files: Mapping[str, bytes]) -> bytes:

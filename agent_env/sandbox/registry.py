@@ -26,6 +26,34 @@ def sandbox_provider(name: str | SandboxProvider, settings: SandboxConfig | None
     raise ValueError(f"unknown sandbox provider '{name}'; choose one of: {', '.join(PROVIDERS)}")
 
 
+def server_provider(
+    name: str | SandboxProvider, settings: SandboxConfig | None = None, *, warm: int | None = None
+) -> SandboxProvider:
+    """The provider a server's episodes use: `sandbox_provider`'s, behind a warm pool of `warm`
+    containers (default: the settings' `warm`) when it is Docker's.
+
+    A `warm` given for another provider is an error; the settings' is then left unused, since a
+    bundle made for Docker may be served with the local sandbox.
+    """
+    chosen = settings or SandboxConfig()
+    provider = sandbox_provider(name, settings)
+    size = warm if warm is not None else chosen.warm
+    if not size:
+        return provider
+    from agent_env.sandbox.docker import DockerSandboxProvider
+
+    if not isinstance(provider, DockerSandboxProvider):
+        if warm is None:
+            return provider
+        raise ValueError(
+            f"a warm pool (--warm {warm}) is for the docker sandbox, and this server's is "
+            f"'{provider.name}': add --sandbox docker, or leave --warm out"
+        )
+    from agent_env.sandbox.pool import WarmPool
+
+    return WarmPool(provider, size)
+
+
 @functools.cache
 def _docker_provider(settings: SandboxConfig) -> SandboxProvider:
     from agent_env.sandbox.docker import DockerSandboxProvider

@@ -170,6 +170,11 @@ class ShellSlot(Generic[_R]):
         self.running: _R | None = None
         self.closed = False
 
+    @property
+    def busy(self) -> bool:
+        """Whether a command runs (or waits to) now."""
+        return self._lock.locked()
+
     async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
         async with self._lock:
             if self.closed:

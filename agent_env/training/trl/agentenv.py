@@ -112,18 +112,25 @@ class AgentEnv:
         sandbox: str | SandboxProvider | None = None,
         token: str | None = None,
         record: str | Path | None = None,
+        warm: int | None = None,
         **options: Any,
     ) -> AgentEnv:
         """Serve `bundle` in this process on a free loopback port, and use it.
 
         `max_concurrent_envs` defaults to `MAX_CONCURRENT_ENVS`, else 64; `record` is a folder for
-        every episode's trajectory (as `agent-env serve --record`). The server stops, after tearing
-        down every episode, at `close()` or when the process exits.
+        every episode's trajectory (as `agent-env serve --record`), `warm` the Docker sandboxes'
+        warm pool (as `--warm`). The server stops, after tearing down every episode, at `close()` or
+        when the process exits.
         """
         from agent_env.openenv import build_app
 
         app = build_app(
-            bundle, max_concurrent_envs=max_concurrent_envs, sandbox=sandbox, token=token, record=record
+            bundle,
+            max_concurrent_envs=max_concurrent_envs,
+            sandbox=sandbox,
+            token=token,
+            record=record,
+            warm=warm,
         )
         return cls.serving(app, token=token, **options)
 

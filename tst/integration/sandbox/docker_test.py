@@ -202,6 +202,7 @@ def test_task_files_too_big_for_the_work_folder_fail_the_deploy_saying_so_and_le
 
     fits = asyncio.run(small.create({"data.bin": b"x" * (2**20 - 4096)}))
     asyncio.run(fits.teardown())
+    asyncio.run(small.close())
     with pytest.raises(
         RuntimeError, match=re.escape("take 2.0 MiB in the work folder, which holds 1 MiB")
     ) as failed:
@@ -220,9 +221,44 @@ def test_teardown_removes_the_container_even_when_it_already_died_and_a_second_t
         docker_client.containers.get(sandbox.id).kill()
         await sandbox.teardown()
         await sandbox.teardown()
+        await provider.close()  # the removal runs in the background: close waits for it
 
     asyncio.run(play())
 
+    assert sandbox_containers(docker_client) == []
+
+
+def test_teardown_leaves_nothing_the_episode_started_running_and_only_the_container_s_removal_to_wait_for(
+    provider: DockerSandboxProvider, docker_client: Any
+) -> None:
+    """Between commands the shell has killed what they left: only the container's init and the idle
+    shell remain, so the removal runs in the background. A command still running is killed first."""
+
+    def processes(container: str) -> list[str] | None:
+        try:
+            return [row[-1] for row in docker_client.api.top(container)["Processes"]]
+        except Exception:  # stopped or removed already
+            return None
+
+    async def play() -> tuple[list[str] | None, bool, int]:
+        idle, busy = await provider.create({}), await provider.create({})
+        await idle.run("sleep 300.5 & sleep 301.5 &", timeout_s=10, max_output_bytes=CAP)
+        running = asyncio.ensure_future(busy.run("sleep 302.5", timeout_s=600, max_output_bytes=CAP))
+        await asyncio.sleep(0.5)
+        await idle.teardown()
+        left = processes(idle.id)
+        await busy.teardown()
+        stopped = processes(busy.id) is None
+        pending = provider.removals.pending
+        await running
+        await provider.close()
+        return left, stopped, pending
+
+    left, stopped, pending = asyncio.run(play())
+
+    assert left is None or not [p for p in left if "sleep 30" in p]
+    assert stopped
+    assert pending <= 2
     assert sandbox_containers(docker_client) == []
 
 
