@@ -47,6 +47,7 @@ if _typing.TYPE_CHECKING:
         Sandbox,
         SandboxConfig,
         SandboxProvider,
+        WarmPool,
         build_sandbox_image,
         sandbox_provider,
     )
@@ -112,6 +113,7 @@ else:
                 "Sandbox",
                 "SandboxConfig",
                 "SandboxProvider",
+                "WarmPool",
                 "build_sandbox_image",
                 "sandbox_provider",
             ],
@@ -199,6 +201,7 @@ __all__ = [
     "VerifierContext",
     "VerifierRecord",
     "VerifierSummary",
+    "WarmPool",
     "__version__",
     "build_sandbox_image",
     "load_bundle",

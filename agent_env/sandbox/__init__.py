@@ -6,6 +6,7 @@ from agent_env.sandbox.base import (
     DEFAULT_COMMAND_TIMEOUT_S,
     DEFAULT_MAX_OUTPUT_BYTES,
     CommandResult,
+    RunsWithServer,
     Sandbox,
     SandboxProvider,
 )
@@ -14,7 +15,8 @@ from agent_env.sandbox.config import DEFAULT_IMAGE, SandboxConfig
 from agent_env.sandbox.docker import DockerSandbox, DockerSandboxProvider
 from agent_env.sandbox.docker_image import ImageBuildError, build_sandbox_image
 from agent_env.sandbox.local import LocalSandbox, LocalSandboxProvider
-from agent_env.sandbox.registry import PROVIDERS, sandbox_provider
+from agent_env.sandbox.pool import PoolStatus, WarmPool
+from agent_env.sandbox.registry import PROVIDERS, sandbox_provider, server_provider
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT_S",
@@ -28,9 +30,13 @@ __all__ = [
     "ImageBuildError",
     "LocalSandbox",
     "LocalSandboxProvider",
+    "PoolStatus",
+    "RunsWithServer",
     "Sandbox",
     "SandboxConfig",
     "SandboxProvider",
     "build_sandbox_image",
+    "WarmPool",
     "sandbox_provider",
+    "server_provider",
 ]
