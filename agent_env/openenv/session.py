@@ -131,7 +131,7 @@ class EpisodeSession:
             current = self._observation(self._episode) if self._episode else None
             return _error(refused.code, refused.message, call, observation=current)
         if action.kind == "list_tools":
-            return self._observation(episode, tools=episode.tools)
+            return self._observation(episode, tools=episode.tools, tool_timeouts=episode.tool_timeouts)
         if action.kind == "call_tool":
             assert action.tool is not None
             return await self._call_tool(episode, action.tool, action.arguments, timeout_s, call)
@@ -158,7 +158,9 @@ class EpisodeSession:
         deployed = await self._run(episode, episode.deploy(), left, call, stated_s=request.timeout_s)
         if isinstance(deployed, _Answered):
             return deployed.observation
-        return self._observation(episode, prompt=episode.task.prompt, tools=episode.tools)
+        return self._observation(
+            episode, prompt=episode.task.prompt, tools=episode.tools, tool_timeouts=episode.tool_timeouts
+        )
 
     async def _call_tool(
         self, episode: Episode, tool: str, arguments: dict[str, Any], timeout_s: float | None, call: str
