@@ -126,6 +126,10 @@ class Episode:
         """Each tool's own deadline in seconds, for the tools that declare one (`Task.tool_timeouts`)."""
         return dict(self._tool_timeouts)
 
+    def tool_timeout(self, name: str) -> float | None:
+        """The tool's own deadline in seconds, if it declares one."""
+        return self._tool_timeouts.get(name)
+
     @property
     def sandbox(self) -> Sandbox | None:
         return self._sandbox
