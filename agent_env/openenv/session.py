@@ -341,11 +341,12 @@ def _phase(episode: Episode | None) -> Phase:
 
 def _tool_deadline(episode: Episode, tool: str, client_s: float | None) -> tuple[float | None, str]:
     """The deadline a tool call runs under, the smaller of the client's and the tool's own, and whose
-    it is, as the error of a call past it says (so its reader knows which one to raise)."""
+    it is, as the error of a call past it says (so its reader knows which one to raise: at a tie the
+    tool's, since a client that lists deadlines sends the tool's own)."""
     own_s = episode.tool_timeout(tool)
     if own_s is None:
         return client_s, "the client's"
-    if client_s is not None and client_s <= own_s:
+    if client_s is not None and client_s < own_s:
         return client_s, f"the client's; the tool's own is {own_s:g} s"
     source = (
         "bash's own: [sandbox] command_timeout_s plus KILL_MARGIN_S, for the sandbox to answer"
