@@ -54,7 +54,11 @@ class EnvSpec:
             # its signature and docstring still come from the wrapped function.
             takes_instance = not isinstance(static, staticmethod | classmethod)
             try:
-                tools.append(Tool.from_function(member, roles=mark.roles, method=takes_instance))
+                tools.append(
+                    Tool.from_function(
+                        member, roles=mark.roles, method=takes_instance, timeout_s=mark.timeout_s
+                    )
+                )
             except ToolDefinitionError as exc:
                 exc.line = _source_line(member)
                 errors.append(exc)

@@ -109,6 +109,7 @@ class Episode:
             provider if provider is not None else task.sandbox_settings.provider, task.sandbox_settings
         )
         self._tools: dict[str, tuple[str, Tool]] = {t.name: (e.name, t) for e, t in task.toolset.env_tools}
+        self._tool_timeouts = task.tool_timeouts
         self._envs: dict[str, Env] = {}
         self._sandbox: Sandbox | None = None
         self._env_making: asyncio.Future[None] | None = None
@@ -119,6 +120,15 @@ class Episode:
     @property
     def tools(self) -> list[dict[str, Any]]:
         return self.task.toolset.tools
+
+    @property
+    def tool_timeouts(self) -> dict[str, float]:
+        """Each tool's own deadline in seconds, for the tools that declare one (`Task.tool_timeouts`)."""
+        return dict(self._tool_timeouts)
+
+    def tool_timeout(self, name: str) -> float | None:
+        """The tool's own deadline in seconds, if it declares one."""
+        return self._tool_timeouts.get(name)
 
     @property
     def sandbox(self) -> Sandbox | None:

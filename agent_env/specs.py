@@ -58,6 +58,13 @@ class ToolsetSpec(BaseModel):
         description="Each tool's JSON Schema, `bash` last when offered; null when the toolset's tools "
         "are known only once an episode is deployed (then a trainer plays one of its tasks to list them).",
     )
+    tool_timeouts: dict[str, float] = Field(
+        default_factory=dict,
+        description="Each tool's own deadline in seconds, for the tools that declare one (bash's is the "
+        "sandbox's command deadline plus KILL_MARGIN_S): the server cuts a call off at the smaller of it "
+        "and the client's. Listed beside the schemas, which are what the model sees. Empty when `tools` is "
+        "null: then the deadlines come with the tools, at reset.",
+    )
 
 
 class VerifierSummary(BaseModel):

@@ -113,6 +113,12 @@ class Task:
         )
 
     @property
+    def tool_timeouts(self) -> dict[str, float]:
+        """Each tool's own deadline in seconds, for the tools that declare one (bash's from the
+        sandbox's command deadline): what the server cuts a call off at, unless the client's is smaller."""
+        return self.toolset.tool_timeouts(self.sandbox_settings.command_timeout_s)
+
+    @property
     def prompt(self) -> list[dict[str, str]]:
         """The chat messages that open the task: the system prompt, if any, and the first turn."""
         messages = (
@@ -129,6 +135,6 @@ class Task:
             index=self.index,
             prompt=self.prompt,
             turns=len(self.turns),
-            toolset=self.toolset.spec,
+            toolset=self.toolset.spec(command_timeout_s=self.sandbox_settings.command_timeout_s),
             verifiers=tuple(VerifierSummary(type=v.spec.type, weight=v.spec.weight) for v in self.verifiers),
         )

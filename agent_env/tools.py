@@ -31,27 +31,51 @@ _FIELD_PREFIX = "arg_"
 
 @dataclass(frozen=True)
 class ToolMark:
-    """What `@tool` records on a method: the roles it is limited to, if any."""
+    """What `@tool` records on a method: the roles it is limited to and its own deadline, if any."""
 
     roles: frozenset[str] | None = None
+    timeout_s: float | None = None
 
 
 @overload
 def tool(fn: _F, /) -> _F: ...
 @overload
-def tool(*, roles: Collection[str] | None = None) -> Callable[[_F], _F]: ...
-def tool(fn: _F | None = None, /, *, roles: Collection[str] | None = None) -> _F | Callable[[_F], _F]:
+def tool(*, roles: Collection[str] | None = None, timeout_s: float | None = None) -> Callable[[_F], _F]: ...
+def tool(
+    fn: _F | None = None, /, *, roles: Collection[str] | None = None, timeout_s: float | None = None
+) -> _F | Callable[[_F], _F]:
     """Mark an env method as a tool the played agent can call.
 
     `roles` limits the tool to agents playing one of those roles; a task can still enable or disable
-    it per role with `modify_env_tool_access`.
+    it per role with `modify_env_tool_access`. `timeout_s` is the tool's own deadline, in seconds:
+    listed with its schema, and the server cuts a call off at the smaller of it and the client's.
     """
 
     def mark(method: _F) -> _F:
-        setattr(method, _MARK, ToolMark(frozenset(roles) if roles is not None else None))
+        if problem := _timeout_problem(timeout_s):
+            raise ToolDefinitionError(getattr(method, "__name__", repr(method)), [problem])
+        deadline = float(timeout_s) if timeout_s is not None else None
+        setattr(method, _MARK, ToolMark(frozenset(roles) if roles is not None else None, deadline))
         return method
 
     return mark(fn) if fn is not None else mark
+
+
+def _timeout_problem(timeout_s: object) -> str | None:
+    """What is wrong with a tool's declared deadline, worded with the fix; None when it is fine."""
+    if timeout_s is None:
+        return None
+    if (
+        isinstance(timeout_s, bool)
+        or not isinstance(timeout_s, int | float)
+        or not math.isfinite(timeout_s)
+        or timeout_s <= 0
+    ):
+        return (
+            f"timeout_s must be a number of seconds > 0, got {timeout_s!r}; declare the tool's deadline "
+            "as @tool(timeout_s=30), or leave timeout_s out for none of its own"
+        )
+    return None
 
 
 def tool_mark(obj: object) -> ToolMark | None:
@@ -72,18 +96,27 @@ class Tool:
     roles: frozenset[str] | None = None
     method: bool = False
     """Whether `function` takes the env instance first (a plain method, not a static one)."""
+    timeout_s: float | None = None
+    """The tool's own deadline in seconds (`@tool(timeout_s=...)`), if it declares one."""
 
     @classmethod
     def from_function(
-        cls, function: Callable[..., Any], *, roles: frozenset[str] | None = None, method: bool = False
+        cls,
+        function: Callable[..., Any],
+        *,
+        roles: frozenset[str] | None = None,
+        method: bool = False,
+        timeout_s: float | None = None,
     ) -> Tool:
         """Build a tool from a typed, documented function; `method` skips its first parameter.
 
-        Raises ToolDefinitionError naming every reason the schema cannot be built.
+        Raises ToolDefinitionError naming every reason the tool cannot be built.
         """
         name = function.__name__
         reasons: list[str] = []
         if problem := name_problem(name, what="the name"):
+            reasons.append(problem)
+        if problem := _timeout_problem(timeout_s):
             reasons.append(problem)
         description, documented = _read_docstring(function, reasons)
         try:
@@ -108,11 +141,13 @@ class Tool:
             )
         if reasons:
             raise ToolDefinitionError(name, reasons)
-        return cls(name, description, parameters_schema, function, model, roles, method)
+        deadline = float(timeout_s) if timeout_s is not None else None
+        return cls(name, description, parameters_schema, function, model, roles, method, deadline)
 
     @property
     def schema(self) -> dict[str, Any]:
-        """The tool as chat templates and OpenAI-style APIs describe a function."""
+        """The tool as chat templates and OpenAI-style APIs describe a function: what the model sees,
+        so its deadline is listed beside it (`ToolsetSpec.tool_timeouts`), never in it."""
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},

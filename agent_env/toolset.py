@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from agent_env.env import EnvSpec
+from agent_env.sandbox.base import KILL_MARGIN_S
 from agent_env.specs import DEFAULT_ROLE as DEFAULT_ROLE  # re-exported: the specs' first home
 from agent_env.specs import AccessChange as AccessChange
 from agent_env.specs import ToolsetSpec as ToolsetSpec
@@ -62,8 +63,9 @@ class Toolset:
     def name(self) -> str:
         return toolset_name(self.env_names, self.role, self.access, self.bash)
 
-    @property
-    def spec(self) -> ToolsetSpec:
+    def spec(self, *, command_timeout_s: float) -> ToolsetSpec:
+        """The toolset as the Task API describes it; `command_timeout_s` is the sandbox's deadline of
+        a bash command (`[sandbox] command_timeout_s`), which bash's listed deadline comes from."""
         return ToolsetSpec(
             name=self.name,
             envs=self.env_names,
@@ -71,7 +73,21 @@ class Toolset:
             access=self.access,
             bash=self.bash,
             tools=tuple(self.tools),
+            tool_timeouts=self.tool_timeouts(command_timeout_s),
         )
+
+    def tool_timeouts(self, command_timeout_s: float) -> dict[str, float]:
+        """Each tool's own deadline in seconds, for the tools that declare one: an env tool's
+        `@tool(timeout_s=...)`, and bash's, `command_timeout_s` plus `KILL_MARGIN_S`.
+
+        The sandbox kills a command at `command_timeout_s` and answers with a result the turn goes on
+        from; the margin lets that answer come before the server's deadline of the call would end the
+        episode.
+        """
+        declared = {tool.name: tool.timeout_s for _, tool in self.env_tools if tool.timeout_s is not None}
+        if self.bash:
+            declared["bash"] = command_timeout_s + KILL_MARGIN_S
+        return declared
 
     @cached_property
     def env_tools(self) -> tuple[tuple[EnvSpec, Tool], ...]:

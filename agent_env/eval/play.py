@@ -26,7 +26,7 @@ from agent_env.eval.policy import (
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
 from agent_env.specs import TaskSpec, VerifierSummary
 from agent_env.training.trl._client_loop import Answer
-from agent_env.training.trl.rollout import TASK_OVER
+from agent_env.training.trl.rollout import TASK_OVER, Deadlines
 from agent_env.training.trl.session import ServerRefusedError, SessionClient, SessionLostError
 from agent_env.trajectory import (
     OutcomeRecord,
@@ -43,7 +43,9 @@ NOT_RUN = "not run: the turn had already ended"
 
 @dataclass(frozen=True)
 class PlaySettings:
-    """How each sample is played; deadlines in seconds, as the server enforces them."""
+    """How each sample is played; deadlines in seconds, as the server enforces them. A tool call gets
+    the deadline its tool declares, if the server lists one, else `tool_timeout_s` (as `AgentEnv`'s
+    `tool_timeout`)."""
 
     max_tool_calls: int | None = None
     reset_timeout_s: float = 300.0
@@ -100,10 +102,14 @@ class _Game:
     trajectory: Trajectory
     verifiers: Sequence[VerifierSummary]
     """The task's verifiers as the Task API lists them: the scores come with the last answer."""
+    deadlines: Deadlines | None = None
+    """Each call's, once the reset has listed the deadlines the tools declare."""
 
     def play(self) -> None:
         deploy_started = time.monotonic()
         first = self._reset()
+        listed = tuple(sorted((first.tool_timeouts or {}).items()))
+        self.deadlines = Deadlines(self.settings.reset_timeout_s, self.settings.tool_timeout_s, listed=listed)
         self.trajectory.timings.deploy_s = time.monotonic() - deploy_started
         messages: list[Message] = list(first.prompt or [])
         system = next((m["content"] for m in messages if m.get("role") == "system"), None)
@@ -169,7 +175,8 @@ class _Game:
         record = ToolCallRecord(tool=call.name, arguments=call.arguments)
         turn.calls.append(record)
         started = time.monotonic()
-        deadline = self.settings.tool_timeout_s
+        assert self.deadlines is not None
+        deadline = self.deadlines.tool(call.name)
         answer = self._step(AgentEnvAction.call_tool(call.name, call.arguments, timeout_s=deadline), deadline)
         record.seconds = time.monotonic() - started
         if answer.error is not None:

@@ -131,7 +131,7 @@ class EpisodeSession:
             current = self._observation(self._episode) if self._episode else None
             return _error(refused.code, refused.message, call, observation=current)
         if action.kind == "list_tools":
-            return self._observation(episode, tools=episode.tools)
+            return self._observation(episode, tools=episode.tools, tool_timeouts=episode.tool_timeouts)
         if action.kind == "call_tool":
             assert action.tool is not None
             return await self._call_tool(episode, action.tool, action.arguments, timeout_s, call)
@@ -158,13 +158,16 @@ class EpisodeSession:
         deployed = await self._run(episode, episode.deploy(), left, call, stated_s=request.timeout_s)
         if isinstance(deployed, _Answered):
             return deployed.observation
-        return self._observation(episode, prompt=episode.task.prompt, tools=episode.tools)
+        return self._observation(
+            episode, prompt=episode.task.prompt, tools=episode.tools, tool_timeouts=episode.tool_timeouts
+        )
 
     async def _call_tool(
         self, episode: Episode, tool: str, arguments: dict[str, Any], timeout_s: float | None, call: str
     ) -> AgentEnvObservation:
+        deadline_s, whose = _tool_deadline(episode, tool, timeout_s)
         step = episode.call_tool(tool, arguments)
-        result = await self._run(episode, step, timeout_s, call, turn_survives_errors=True)
+        result = await self._run(episode, step, deadline_s, call, turn_survives_errors=True, whose=whose)
         if isinstance(result, _Answered):
             return result.observation
         return self._observation(episode, result=result)
@@ -191,18 +194,20 @@ class EpisodeSession:
         *,
         turn_survives_errors: bool = False,
         stated_s: float | None = None,
+        whose: str | None = None,
     ) -> _T | _Answered:
         """What `step` returns, or the error observation that answers for it.
 
         A step interrupted, or failing in a way that ends the episode, fails the episode; with
         `turn_survives_errors` (tool calls) any other `EpisodeError` leaves the turn open. `stated_s`
-        is the deadline the client gave, when `timeout_s` is only what is left of it.
+        is the deadline the client gave, when `timeout_s` is only what is left of it; `whose` says
+        whose deadline `timeout_s` is, when it may not be the client's (a tool call's).
         """
         try:
             return await run_call(step, timeout_s)
         except InterruptedCallError as interrupted:
             stated = stated_s if stated_s is not None else timeout_s
-            return _Answered(self._interrupted(episode, interrupted, stated, call))
+            return _Answered(self._interrupted(episode, interrupted, stated, call, whose))
         except EpisodeError as exc:
             if turn_survives_errors and exc.code not in ENDING_CODES:
                 return _Answered(_error(exc.code, exc.message, call, observation=self._observation(episode)))
@@ -264,13 +269,19 @@ class EpisodeSession:
         return episode
 
     def _interrupted(
-        self, episode: Episode, interrupted: InterruptedCallError, timeout_s: float | None, call: str
+        self,
+        episode: Episode,
+        interrupted: InterruptedCallError,
+        timeout_s: float | None,
+        call: str,
+        whose: str | None = None,
     ) -> AgentEnvObservation:
         task = episode.task.id
         if interrupted.code == ErrorCode.DEADLINE_EXCEEDED:
+            which = f" ({whose})" if whose else ""
             message = (
-                f"{call} missed its deadline of {timeout_s:g} s: the episode of task '{task}' ended "
-                "and is torn down"
+                f"{call} missed its deadline of {timeout_s:g} s{which}: the episode of task '{task}' "
+                "ended and is torn down"
             )
         elif interrupted.code == ErrorCode.SHUTTING_DOWN:
             message = f"{call}: the server is shutting down: the episode of task '{task}' ended"
@@ -326,6 +337,24 @@ def _phase(episode: Episode | None) -> Phase:
     if episode is None:
         return "idle"
     return _PHASES.get(episode.state, "ended")
+
+
+def _tool_deadline(episode: Episode, tool: str, client_s: float | None) -> tuple[float | None, str]:
+    """The deadline a tool call runs under, the smaller of the client's and the tool's own, and whose
+    it is, as the error of a call past it says (so its reader knows which one to raise: at a tie the
+    tool's, since a client that lists deadlines sends the tool's own)."""
+    own_s = episode.tool_timeout(tool)
+    if own_s is None:
+        return client_s, "the client's"
+    if client_s is not None and client_s < own_s:
+        return client_s, f"the client's; the tool's own is {own_s:g} s"
+    source = (
+        "bash's own: [sandbox] command_timeout_s plus KILL_MARGIN_S, for the sandbox to answer"
+        if tool == "bash"
+        else "the tool's own: raise its @tool(timeout_s=...) to give it longer"
+    )
+    smaller = f"; the client's was {client_s:g} s" if client_s is not None else ""
+    return own_s, source + smaller
 
 
 def _left(timeout_s: float | None, started: float) -> float | None:

@@ -100,6 +100,12 @@ class AgentEnvObservation(Observation):
     tools: list[dict[str, Any]] | None = Field(
         default=None, description="The toolset's tools as JSON Schemas (at reset and list_tools)."
     )
+    tool_timeouts: dict[str, float] | None = Field(
+        default=None,
+        description="Beside `tools`: each tool's own deadline in seconds, for the tools that declare one. "
+        "The server cuts a call off at the smaller of it and the step's `timeout_s`. An older server "
+        "leaves it out: none is listed.",
+    )
     result: str | None = Field(default=None, description="What the tool returned (call_tool).")
     verifier_scores: list[float] | None = Field(
         default=None, description="Each verifier's score, once scored."

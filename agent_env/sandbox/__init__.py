@@ -5,6 +5,7 @@ from __future__ import annotations
 from agent_env.sandbox.base import (
     DEFAULT_COMMAND_TIMEOUT_S,
     DEFAULT_MAX_OUTPUT_BYTES,
+    KILL_MARGIN_S,
     CommandResult,
     RunsWithServer,
     Sandbox,
@@ -23,6 +24,7 @@ __all__ = [
     "DEFAULT_IMAGE",
     "DEFAULT_MAX_OUTPUT_BYTES",
     "ISOLATIONS",
+    "KILL_MARGIN_S",
     "PROVIDERS",
     "CommandResult",
     "DockerSandbox",
@@ -35,8 +37,8 @@ __all__ = [
     "Sandbox",
     "SandboxConfig",
     "SandboxProvider",
-    "build_sandbox_image",
     "WarmPool",
+    "build_sandbox_image",
     "sandbox_provider",
     "server_provider",
 ]

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 DEFAULT_COMMAND_TIMEOUT_S = 30.0
+KILL_MARGIN_S = 5.0
+"""How long after a command's deadline its sandbox has answered (the command killed, its result sent)."""
 DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024
 
 

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from agent_env.sandbox.base import CappedOutput, CommandResult
+from agent_env.sandbox.base import KILL_MARGIN_S, CappedOutput, CommandResult
 
 DRIVER = r"""
 exec 2>/dev/null
@@ -48,8 +48,9 @@ host's processes) runs each command as a process group of its own and kills that
 pid 1. FILE_KIB, if given, caps the size of each file a command writes (`ulimit -f`)."""
 
 SHELL_NAME = "agent-env-shell"
-STOP_GRACE_S = 2.0
-"""How long a shell told to stop a command past its deadline has to answer, before it is killed."""
+STOP_GRACE_S = KILL_MARGIN_S / 2
+"""How long a shell told to stop a command past its deadline has to answer, before it is killed: half
+the sandbox's margin, the other half being for killing the shell."""
 
 
 @dataclass(frozen=True)

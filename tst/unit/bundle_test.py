@@ -56,6 +56,7 @@ def test_a_task_spec_carries_its_prompt_as_chat_messages_and_its_toolset(tmp_pat
         "access": (),
         "bash": False,
         "tools": tuple(bundle.task("train", 0).toolset.tools),
+        "tool_timeouts": {},
     }
 
 
@@ -218,6 +219,39 @@ def test_tools_whose_schema_cannot_be_built_are_refused_with_their_file_line_and
 
     assert any(p.startswith("envs/shelf.py:") and "tool 'reset': the name is reserved" in p for p in problems)
     assert any("tool 'reset': argument 'n' has no type hint; annotate it" in p for p in problems)
+
+
+SLOW_SHELF = (
+    SHELF
+    + '''
+    @tool(timeout_s=TIMEOUT)
+    def dust(self) -> str:
+        """Dust the shelf, slowly."""
+        return "dusted"
+'''
+)
+
+
+def test_a_tool_s_own_deadline_is_listed_in_its_task_s_spec(tmp_path):
+    env = SLOW_SHELF.replace("TIMEOUT", "90")
+
+    spec = load_bundle(make_bundle(tmp_path / "b", envs={"shelf": env})).task("train", 0).spec
+
+    assert spec.toolset.tool_timeouts == {"dust": 90.0}
+    assert [tool["function"]["name"] for tool in spec.toolset.tools or ()] == ["put_book", "dust"]
+
+
+def test_a_tool_deadline_that_is_not_a_positive_number_is_refused_at_load_with_its_line_and_the_fix(tmp_path):
+    env = SLOW_SHELF.replace("TIMEOUT", "'1 min'")
+
+    problems = problems_of(make_bundle(tmp_path / "b", envs={"shelf": env}))
+
+    line = env.splitlines().index("    @tool(timeout_s='1 min')") + 1
+    assert problems == [
+        f"envs/shelf.py:{line}: failed to import: ToolDefinitionError: tool 'dust': timeout_s must be a "
+        "number of seconds > 0, got '1 min'; declare the tool's deadline as @tool(timeout_s=30), or leave "
+        "timeout_s out for none of its own"
+    ]
 
 
 def test_a_tool_named_as_a_python_keyword_is_refused_at_load(tmp_path):

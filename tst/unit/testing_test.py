@@ -23,6 +23,7 @@ from agent_env import (
     VerifierSummary,
 )
 from agent_env.episode import Episode
+from agent_env.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, KILL_MARGIN_S
 from agent_env.testing import FakeTask, Gate, Score, calls, fake_served
 from agent_env.verifiers import VerifierContext
 from tst.support.waiting import until
@@ -119,6 +120,7 @@ def test_fake_tasks_are_served_with_specs_giving_split_index_prompt_turns_and_to
                 access=filing.access,
                 bash=True,
                 tools=(BASH_TOOL,),
+                tool_timeouts={"bash": DEFAULT_COMMAND_TIMEOUT_S + KILL_MARGIN_S},
             ),
             verifiers=(VerifierSummary(type="function", weight=1.0),),
         ),

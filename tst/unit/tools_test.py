@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from agent_env import EpisodeError, Tool, ToolDefinitionError
+from agent_env import Env, EnvSpec, EpisodeError, Tool, ToolDefinitionError, tool
 from agent_env.tools import render_result
 
 
@@ -420,6 +420,95 @@ def test_a_tool_with_several_problems_lists_all_of_them_at_once():
         "an argument's type has no JSON Schema",
     ]
     assert str(caught.value).count("tool 'bash': ") == len(reasons)
+
+
+# The tool's own deadline
+
+
+class Crane(Env):
+    """A crane whose lift declares its own deadline."""
+
+    @tool(timeout_s=2.5)
+    def lift(self, crate: str) -> str:
+        """Lift a crate.
+
+        Args:
+            crate: The crate's label.
+        """
+        return f"lifted {crate}"
+
+    @tool(roles=("operator",), timeout_s=1)
+    def lower(self) -> str:
+        """Lower the hook."""
+        return "lowered"
+
+    @tool
+    def park(self) -> str:
+        """Park the crane."""
+        return "parked"
+
+
+def test_a_tool_declares_its_own_deadline_with_timeout_s_and_its_env_keeps_it_in_seconds():
+    crane = EnvSpec.from_class("crane", Crane)
+
+    assert crane.tool("lift").timeout_s == 2.5
+    assert crane.tool("lower").timeout_s == 1.0 and isinstance(crane.tool("lower").timeout_s, float)
+    assert crane.tool("lower").roles == frozenset({"operator"})
+    assert crane.tool("park").timeout_s is None
+    assert Tool.from_function(store, timeout_s=3).timeout_s == 3.0
+
+
+def test_a_declared_deadline_leaves_the_schema_the_model_sees_unchanged():
+    lift = EnvSpec.from_class("crane", Crane).tool("lift")
+
+    assert lift.schema == {
+        "type": "function",
+        "function": {
+            "name": "lift",
+            "description": "Lift a crate.",
+            "parameters": {
+                "type": "object",
+                "properties": {"crate": {"type": "string", "description": "The crate's label."}},
+                "required": ["crate"],
+                "additionalProperties": False,
+            },
+        },
+    }
+    assert Tool.from_function(store, timeout_s=3).schema == Tool.from_function(store).schema
+
+
+@pytest.mark.parametrize("timeout_s", [0, -1.5, True, "30", float("nan"), float("inf")])
+def test_a_deadline_not_a_positive_number_of_seconds_is_refused_at_the_decorator_saying_how_to_declare_one(
+    timeout_s,
+):
+    with pytest.raises(ToolDefinitionError) as caught:
+
+        @tool(timeout_s=timeout_s)
+        def lift(crate: str) -> str:
+            """Lift a crate.
+
+            Args:
+                crate: The crate's label.
+            """
+            return crate
+
+    assert str(caught.value) == (
+        f"tool 'lift': timeout_s must be a number of seconds > 0, got {timeout_s!r}; declare the tool's "
+        "deadline as @tool(timeout_s=30), or leave timeout_s out for none of its own"
+    )
+
+
+def test_a_bad_deadline_given_to_from_function_is_one_of_the_reasons_the_tool_is_refused():
+    def lift(height) -> str:
+        """Lift a crate."""
+
+    with pytest.raises(ToolDefinitionError) as caught:
+        Tool.from_function(lift, timeout_s=0)
+
+    assert [gist(r) for r in caught.value.reasons] == [
+        "timeout_s must be a number of seconds > 0, got 0",
+        "argument 'height' has no type hint",
+    ]
 
 
 # Arguments

@@ -7,7 +7,8 @@ import pytest
 from pydantic import ValidationError
 
 import agent_env
-from agent_env import BASH_TOOL, AccessChange, Toolset, ToolsetSpec, toolset_name
+from agent_env import BASH_TOOL, AccessChange, Env, EnvSpec, Toolset, ToolsetSpec, tool, toolset_name
+from agent_env.sandbox.base import KILL_MARGIN_S
 
 HARBOR = Path(__file__).resolve().parents[2] / "examples" / "harbor"
 DOCK_TOOLS = ["add_crate", "move_crate", "list_crates"]
@@ -218,7 +219,7 @@ def test_the_spec_describes_the_toolset_on_the_wire_by_its_names_and_its_tools_s
         "dock", "pantry", role="harbormaster", access=[disable("use_item", role="harbormaster")], bash=True
     )
 
-    spec = ts.spec
+    spec = ts.spec(command_timeout_s=10)
 
     assert spec == ToolsetSpec(
         name="dock+pantry+bash@harbormaster[-use_item]",
@@ -227,9 +228,55 @@ def test_the_spec_describes_the_toolset_on_the_wire_by_its_names_and_its_tools_s
         access=(disable("use_item", role="harbormaster"),),
         bash=True,
         tools=tuple(ts.tools),
+        tool_timeouts={"bash": 10 + KILL_MARGIN_S},
     )
     assert spec.tools is not None and spec.tools[-1] == BASH_TOOL
     assert ToolsetSpec.model_validate_json(spec.model_dump_json()) == spec
     assert spec.model_dump(mode="json")["access"] == [
         {"action": "disable", "role": "harbormaster", "tools": ["use_item"], "env": None}
     ]
+
+
+class Crane(Env):
+    """A crane: its lift declares a deadline of its own, its operator's tool another."""
+
+    @tool(timeout_s=2.5)
+    def lift(self) -> str:
+        """Lift the hook."""
+        return "lifted"
+
+    @tool(roles=("operator",), timeout_s=7)
+    def swing(self) -> str:
+        """Swing the jib."""
+        return "swung"
+
+    @tool
+    def park(self) -> str:
+        """Park the crane."""
+        return "parked"
+
+
+def test_the_spec_lists_each_declared_deadline_beside_the_schemas_and_bash_s_as_its_command_s_plus_margin():
+    crane = EnvSpec.from_class("crane", Crane)
+    plain = Toolset((crane,))
+    operated = Toolset((crane,), role="operator", access=(disable("lift", role="operator"),), bash=True)
+
+    assert plain.spec(command_timeout_s=30).tool_timeouts == {"lift": 2.5}
+    assert operated.spec(command_timeout_s=12).tool_timeouts == {"swing": 7.0, "bash": 12 + KILL_MARGIN_S}
+    assert operated.spec(command_timeout_s=12).tools == (
+        *(t.schema for t in crane.tools if t.name in ("swing", "park")),
+        BASH_TOOL,
+    )
+    assert Toolset((envs()["dock"],)).spec(command_timeout_s=30).tool_timeouts == {}
+
+
+def test_a_listed_deadline_adds_no_key_to_any_schema_the_model_sees():
+    crane = EnvSpec.from_class("crane", Crane)
+
+    spec = Toolset((crane,), bash=True).spec(command_timeout_s=12)
+
+    assert spec.tools is not None
+    assert [sorted(schema) for schema in spec.tools] == [["function", "type"]] * 3
+    functions = [sorted(schema["function"]) for schema in spec.tools]
+    assert functions == [["description", "name", "parameters"]] * 3
+    assert spec.tools[-1] == BASH_TOOL

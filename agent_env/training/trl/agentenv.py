@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 DEFAULT_RESET_TIMEOUT_S = 300.0
 """The deadline of a reset (deploy) and of an end_turn (the last one runs the verifiers)."""
 DEFAULT_TOOL_TIMEOUT_S = 60.0
-"""The deadline of a tool call, unless `tool_timeouts` names the tool."""
+"""The deadline of a tool call, unless `tool_timeouts` names the tool or the tool lists its own."""
 
 Factory = type | dict[str, type]
 
@@ -59,8 +59,10 @@ class AgentEnv:
     Fails at once, with the fix in the message, when no agent_env server answers at `url`, it
     serves no `split`, or it wants a bearer token it was not given: `token` (default:
     `AGENTENV_TOKEN`, if set) goes with every request and session. Deadlines, in seconds:
-    `reset_timeout` bounds each reset (the deploy) and each end_turn (the last runs the verifiers),
-    `tool_timeout` each tool call unless `tool_timeouts` names the tool. `label` (a run's name,
+    `reset_timeout` bounds each reset (the deploy) and each end_turn (the last runs the verifiers);
+    a tool call gets `tool_timeouts[name]` if it names the tool, else the deadline the tool declares
+    (`@tool(timeout_s=...)`, bash's from the sandbox's), else `tool_timeout`. The server cuts a call
+    off at the smaller of what it is sent and the tool's own. `label` (a run's name,
     say) goes with every reset, and a server that records trajectories writes it into each.
     """
 
@@ -194,7 +196,7 @@ class AgentEnv:
         for solution in solutions:
             task = tasks[solution.index]
             if task.toolset.name not in tools:
-                tools[task.toolset.name] = offered_tools(self._tools_of(task))
+                tools[task.toolset.name] = offered_tools(self._listing(task).tools)
         settings = PlaySettings(
             reset_timeout_s=self.reset_timeout,
             tool_timeout_s=max([self.tool_timeout, *self.tool_timeouts.values()]),
@@ -259,27 +261,32 @@ class AgentEnv:
         return firsts
 
     def _settings(self, toolset: str, task: TaskSpec) -> ToolsetSettings:
+        listing = self._listing(task)
         return ToolsetSettings(
             key=self._held.key,
             url=self.url,
             toolset=toolset,
-            tools=tuple(json.dumps(tool) for tool in self._tools_of(task)),
+            tools=tuple(json.dumps(tool) for tool in listing.tools),
             deadlines=Deadlines(
-                self.reset_timeout, self.tool_timeout, tuple(sorted(self.tool_timeouts.items()))
+                self.reset_timeout,
+                self.tool_timeout,
+                tuple(sorted(self.tool_timeouts.items())),
+                tuple(sorted(listing.tool_timeouts.items())),
             ),
             connect_timeout_s=self.connect_timeout,
             token=self._token,
             label=self.label,
         )
 
-    def _tools_of(self, task: TaskSpec) -> Sequence[Mapping[str, Any]]:
-        """The tools of the task's toolset: from its spec, or, for a toolset whose tools are known
-        only once deployed, as the server lists them when the task is played."""
+    def _listing(self, task: TaskSpec) -> _Listing:
+        """The tools of the task's toolset and the deadlines they declare: from its spec, or, for a
+        toolset whose tools are known only once deployed, as the server lists them when the task is
+        played."""
         if task.toolset.tools is not None:
-            return task.toolset.tools
-        return self._listed_tools(task)
+            return _Listing(task.toolset.tools, task.toolset.tool_timeouts)
+        return self._listed(task)
 
-    def _listed_tools(self, task: TaskSpec) -> list[dict[str, Any]]:
+    def _listed(self, task: TaskSpec) -> _Listing:
         """The tools of the task's toolset, as the server lists them when the task is played."""
         session = SessionClient(self.url, connect_timeout_s=self.connect_timeout, token=self._token)
         session.open()
@@ -296,7 +303,16 @@ class AgentEnv:
             raise ServerUnavailableError(
                 f"listing toolset '{task.toolset.name}': playing task {task.split}/{task.index} failed: {why}"
             )
-        return answer.tools
+        return _Listing(answer.tools, answer.tool_timeouts or {})
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """A toolset's tools as the server lists them, and the deadlines they declare (an older server
+    lists none)."""
+
+    tools: Sequence[Mapping[str, Any]]
+    tool_timeouts: Mapping[str, float]
 
 
 def _row(task: TaskSpec, multi: bool) -> dict[str, Any]:

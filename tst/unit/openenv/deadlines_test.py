@@ -7,9 +7,12 @@ hang until the client's own timeout and fail.
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from typing import Any
 
+from agent_env import Tool
 from agent_env.episode import EpisodeState
 from agent_env.openenv import AgentEnvAction
 from agent_env.testing import FakeTask, Gate, calls
@@ -153,3 +156,86 @@ def test_a_deadline_that_is_not_a_positive_number_is_refused_and_the_turn_stays_
     )
     assert calls(task.episodes[0]) == [("add_crate", arguments)]
     assert good.observation["result"] == "stored dry crate C1 in bay 2"
+
+
+# A tool's own deadline
+
+
+async def lift(crate: str) -> str:
+    """Lift a crate with the slow crane: five seconds a lift.
+
+    Args:
+        crate: The crate's label.
+    """
+    await asyncio.sleep(5)
+    return f"lifted {crate}"
+
+
+def slow_crane(**options: Any) -> FakeTask:
+    """A task whose `lift` declares a deadline of 0.2 s and takes 5 s; `options` are FakeTask's."""
+    return FakeTask("slow-crane", tools=[Tool.from_function(lift, timeout_s=0.2), add_crate], **options)
+
+
+def test_a_tool_past_its_own_deadline_is_cut_off_there_though_the_client_gives_more_and_the_error_says_so(
+    serve: Serve, connect: Connect
+) -> None:
+    task = slow_crane()
+    client = connect(serve({"train": [task]}).url, message_timeout_s=CLIENT_TIMEOUT_S)
+    reset = client.reset(split="train", index=0, timeout_s=5)
+
+    started = time.monotonic()
+    answer = client.step(AgentEnvAction.call_tool("lift", {"crate": "C1"}, timeout_s=60).wire())
+
+    assert reset.observation["tool_timeouts"] == {"lift": 0.2}
+    error = answer.observation["error"]
+    assert error["code"] == "DEADLINE_EXCEEDED" and answer.done is True
+    assert error["message"] == (
+        "call_tool lift missed its deadline of 0.2 s (the tool's own: raise its @tool(timeout_s=...) to "
+        "give it longer; the client's was 60 s): the episode of task 'slow-crane' ended and is torn down"
+    )
+    assert time.monotonic() - started < 4  # well before the lift's 5 s: the tool's deadline cut it off
+    assert task.wait_all_torn_down()
+
+
+def test_a_client_deadline_smaller_than_the_tool_s_own_still_cuts_the_call_off_and_the_error_says_whose(
+    serve: Serve, connect: Connect
+) -> None:
+    crane = Gate()
+    task = FakeTask(
+        "held-crane", tools=[Tool.from_function(add_crate, timeout_s=30)], tool_gates={"add_crate": crane}
+    )
+    client = connect(serve({"train": [task]}).url, message_timeout_s=CLIENT_TIMEOUT_S)
+    client.reset(split="train", index=0, timeout_s=5)
+
+    answer = client.step(
+        AgentEnvAction.call_tool("add_crate", {"crate": "C1", "bay": 2}, timeout_s=0.3).wire()
+    )
+
+    error = answer.observation["error"]
+    assert error["code"] == "DEADLINE_EXCEEDED" and answer.done is True
+    assert error["message"].startswith(
+        "call_tool add_crate missed its deadline of 0.3 s (the client's; the tool's own is 30 s)"
+    )
+    assert task.wait_all_torn_down()
+
+
+def test_a_call_with_no_deadline_of_the_client_s_runs_under_the_tool_s_own_and_other_tools_under_none(
+    serve: Serve, connect: Connect
+) -> None:
+    task = slow_crane()
+    client = connect(serve({"train": [task]}).url, message_timeout_s=CLIENT_TIMEOUT_S)
+    client.reset(split="train", index=0, timeout_s=5)
+
+    listed = client.step(AgentEnvAction.list_tools().wire())
+    stored = client.step(AgentEnvAction.call_tool("add_crate", {"crate": "C1", "bay": 2}).wire())
+    lifted = client.step(AgentEnvAction.call_tool("lift", {"crate": "C1"}).wire())
+
+    assert listed.observation["tool_timeouts"] == {"lift": 0.2}
+    assert [t["function"]["name"] for t in listed.observation["tools"]] == ["lift", "add_crate"]
+    assert stored.observation["result"] == "stored dry crate C1 in bay 2"
+    assert lifted.observation["error"]["code"] == "DEADLINE_EXCEEDED"
+    assert lifted.observation["error"]["message"].startswith(
+        "call_tool lift missed its deadline of 0.2 s (the tool's own: raise its @tool(timeout_s=...) to "
+        "give it longer): "
+    )
+    assert task.wait_all_torn_down()

@@ -14,6 +14,7 @@ import httpx
 import agent_env
 from agent_env import AccessChange
 from agent_env.openenv import BackgroundServer, build_app
+from agent_env.sandbox.base import KILL_MARGIN_S
 from agent_env.testing import FakeTask
 from tst.support.harbor import HARBOR
 from tst.support.serving import Connect, Serve
@@ -93,8 +94,9 @@ def test_the_harbor_counts_and_lists_every_task_of_a_split_in_its_file_order(ser
 
 
 def without_tools(spec: dict[str, Any]) -> dict[str, Any]:
-    """A task spec with its toolset's names alone (its tools are the subject of their own test)."""
-    toolset = {k: v for k, v in spec["toolset"].items() if k != "tools"}
+    """A task spec with its toolset's names alone (its tools and their deadlines are the subject of
+    their own tests)."""
+    toolset = {k: v for k, v in spec["toolset"].items() if k not in ("tools", "tool_timeouts")}
     return {**spec, "toolset": toolset}
 
 
@@ -108,6 +110,23 @@ def test_each_task_spec_carries_its_toolset_s_tool_schemas_exactly_as_its_episod
         listed = client.reset(split="train", index=index).observation["tools"]
 
         assert harbor_task(server, "train", index)["toolset"]["tools"] == listed
+
+
+def test_bash_lists_its_deadline_as_the_bundle_s_command_timeout_plus_the_kill_margin_in_spec_and_reset(
+    serve: Serve, connect: Connect
+) -> None:
+    server = serve(build_app(HARBOR))
+    command_timeout_s = agent_env.load_bundle(HARBOR).config.sandbox.command_timeout_s
+    index = next(i for i, entry in enumerate(TRAIN) if entry["agent"] == "clerk")
+    client = connect(server.url)
+
+    spec = harbor_task(server, "train", index)["toolset"]
+    reset = client.reset(split="train", index=index).observation
+
+    assert spec["bash"] is True
+    assert spec["tool_timeouts"] == {"bash": command_timeout_s + KILL_MARGIN_S}
+    assert reset["tool_timeouts"] == spec["tool_timeouts"]
+    assert reset["tools"] == spec["tools"] and spec["tools"][-1] == agent_env.BASH_TOOL
 
 
 def test_a_harbor_task_spec_has_the_agents_system_prompt_then_the_first_turn_and_counts_the_turns(
@@ -345,6 +364,7 @@ def test_the_status_route_reports_an_idle_server_and_its_capacity(serve: Serve) 
         "max_concurrent_envs": 5,
         "sessions": {"held": 0, "websocket": 0, "without_client": 0},
         "shutting_down": False,
+        "warm_pool": None,
     }
 
 

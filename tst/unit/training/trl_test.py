@@ -33,7 +33,7 @@ from agent_env.training.trl import (
 )
 from tst.support.frames import RecordFrames
 from tst.support.serving import Serve
-from tst.support.tools import list_crates
+from tst.support.tools import add_crate, jam_crane, list_crates
 from tst.support.waiting import until
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
 from tst.unit.training._trl import Open, dock_task, trl_tools
@@ -239,6 +239,61 @@ def test_a_tool_that_misses_its_deadline_answers_at_once_and_leaves_its_episode_
     environment.reset(**row_of(env, 0))  # the environment goes on with the next rollout
     environment.add_crate(crate="C1", bay=2)
     assert environment.get_reward() == 1.0
+
+
+def declaring(seconds: float, **options: Any) -> FakeTask:
+    """The dock task whose `add_crate` declares a deadline of `seconds`; `options` are FakeTask's."""
+    return dock_task(
+        tools=[Tool.from_function(add_crate, timeout_s=seconds), list_crates, jam_crane], **options
+    )
+
+
+def sent_deadlines(recorder: RecordFrames) -> list[tuple[str, float]]:
+    """Each tool call the server got, with the deadline its client sent."""
+    steps = recorder.of_type("step")
+    return [(s["tool"], s["metadata"]["timeout_s"]) for s in steps if s["kind"] == "call_tool"]
+
+
+def test_a_tool_gets_the_deadline_it_lists_unless_tool_timeouts_names_it_and_others_get_tool_timeout(
+    serve: Serve, open_env: Open
+) -> None:
+    recorder = RecordFrames(build_served_app(fake_served({"train": [declaring(7)]})))
+    url = serve(recorder).url
+    listing = open_env(url, tool_timeout=20)
+    naming = open_env(url, tool_timeout=20, tool_timeouts={"add_crate": 3, "list_crates": 4})
+
+    for env in (listing, naming):
+        environment = env.factory()
+        environment.reset(**row_of(env, 0))
+        environment.add_crate(crate="C1", bay=2)
+        environment.list_crates()
+        assert environment.get_reward() == 1.0
+
+    assert listing.dataset.column_names == ["prompt", "split", "index"]  # the rows are as they were
+    assert sent_deadlines(recorder) == [
+        ("add_crate", 7),
+        ("list_crates", 20),
+        ("add_crate", 3),
+        ("list_crates", 4),
+    ]
+
+
+def test_a_tool_past_the_deadline_it_lists_ends_its_rollout_unscored_though_tool_timeout_is_longer(
+    serve: Serve, open_env: Open
+) -> None:
+    crane = Gate()
+    task = declaring(0.3, tool_gates={"add_crate": crane})
+    env = open_env(serve({"train": [task]}).url, tool_timeout=60)
+    environment = env.factory()
+    environment.reset(**row_of(env, 0))
+
+    started = time.monotonic()
+    with pytest.raises(ToolCallError, match=r"missed its deadline of 0\.3 s \(the tool's own"):
+        environment.add_crate(crate="C1", bay=2)
+    assert time.monotonic() - started < 5  # the server's answer, not the client's 60 s
+
+    assert environment.get_reward() is None
+    assert task.wait_all_torn_down()
 
 
 def test_a_reset_and_an_end_turn_carry_the_resets_deadline_so_end_turn_waits_for_the_score_past_a_tools(
@@ -494,3 +549,26 @@ def test_a_toolset_whose_spec_leaves_its_tools_to_the_deploy_is_listed_by_playin
     assert sorted(trl_tools(factory())) == ["add_crate", "end_turn", "jam_crane", "list_crates"]
     assert len(task.episodes) == 1
     assert task.wait_all_torn_down()
+
+
+def test_a_toolset_listed_by_playing_one_of_its_tasks_brings_the_deadlines_its_tools_declare(
+    serve: Serve, open_env: Open
+) -> None:
+    task = declaring(7)
+    placed = task.task_at("train", 0)
+    toolset = placed.spec.toolset.model_copy(update={"tools": None, "tool_timeouts": {}})
+    served = {
+        "train": (
+            ServedTask(placed.spec.model_copy(update={"toolset": toolset}), lambda: task.new_episode(placed)),
+        )
+    }
+    recorder = RecordFrames(build_served_app(served))
+    env = open_env(serve(recorder).url, tool_timeout=20)
+
+    environment = env.factory()
+    environment.reset(**row_of(env, 0))
+    environment.add_crate(crate="C1", bay=2)
+    environment.list_crates()
+
+    assert sent_deadlines(recorder) == [("add_crate", 7), ("list_crates", 20)]
+    assert environment.get_reward() == 1.0

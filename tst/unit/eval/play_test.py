@@ -1,0 +1,38 @@
+"""`play_sample`: one task played over the wire, here for the deadlines each of its calls is sent with."""
+
+from __future__ import annotations
+
+from agent_env import Tool
+from agent_env.eval import PlaySettings, ScriptedPolicy, play_sample
+from agent_env.openenv import build_served_app
+from agent_env.specs import Script, ScriptedCall, ScriptedTurn
+from agent_env.testing import FakeTask, fake_served
+from tst.support.frames import RecordFrames
+from tst.support.serving import Serve
+from tst.support.tools import add_crate, list_crates
+
+
+def test_each_tool_call_is_sent_with_the_deadline_its_tool_lists_else_with_tool_timeout_s(
+    serve: Serve,
+) -> None:
+    task = FakeTask("store", tools=[Tool.from_function(add_crate, timeout_s=7), list_crates])
+    recorder = RecordFrames(build_served_app(fake_served({"train": [task]})))
+    url = serve(recorder).url
+    calls = [
+        ScriptedCall(tool="add_crate", arguments={"crate": "C1", "bay": 2}),
+        ScriptedCall(tool="list_crates"),
+    ]
+    script = Script(id="store", turns=[ScriptedTurn(calls=calls, reply="Stored.")])
+
+    played = play_sample(
+        url,
+        task.spec("train", 0),
+        ScriptedPolicy(script),
+        model=None,
+        settings=PlaySettings(tool_timeout_s=20),
+    )
+
+    assert played.outcome.kind == "scored" and played.score == 1.0
+    steps = recorder.of_type("step")
+    sent = [(s["tool"], s["metadata"]["timeout_s"]) for s in steps if s["kind"] == "call_tool"]
+    assert sent == [("add_crate", 7), ("list_crates", 20)]
