@@ -9,8 +9,9 @@ started with the container; the task's files are unpacked into the work folder b
 `tar`, as its user, before the first turn (through that shell when they fit in one command). The
 shell runs each command: when a command returns, the shell kills every process it left behind (`kill -9
 -1` spares only the container's init and the shell itself), so nothing runs between commands, as
-with `local`. Past a command's deadline, a second `exec` tells the shell to kill it (`kill -USR1`);
-only a shell that does not is killed, and the next command starts a new one. At teardown, whatever
+with `local`. Past a command's deadline, the container's init is sent SIGUSR1, which it passes on
+to the shell, which kills the command; only a shell that does not is killed, and the next command
+starts a new one. At teardown, whatever
 happened, nothing the episode started runs on (a command running then is killed with the container),
 and the container is removed in the background (`docker_removal`).
 
@@ -53,8 +54,15 @@ _MAX_INLINE_ARCHIVE = 96 * 1024
 _ENGINE_TIMEOUT_S = 120
 """How long one call to the engine may take: a busy engine creating dozens of containers is slow."""
 # The container's init: bash reaps every orphan it adopts, so killed leftovers leave no zombie that
-# would hold a pid, and `kill -1` never reaches it (it spares pid 1).
-_INIT = ["/bin/bash", "-c", "trap 'exit 0' TERM; while :; do sleep 86400 & wait; done"]
+# would hold a pid, and `kill -1` never reaches it (it spares pid 1). Sent SIGUSR1 (the host's "a
+# command is past its deadline"), it passes it on to every other process: the shell, which traps it
+# and kills the command, and the command's processes, which it ends. It takes no new process, so
+# it works even when a command holds every pid the container may have.
+_INIT = [
+    "/bin/bash",
+    "-c",
+    "trap 'exit 0' TERM; trap 'kill -USR1 -1' USR1; while :; do sleep 86400 & wait; done",
+]
 _ENVIRONMENT = {"HOME": WORK_FOLDER, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
 
 log = logging.getLogger(__name__)
@@ -194,11 +202,8 @@ class _ContainerShell:
         await run_sync(self._socket.sendall, data)
 
     async def _interrupt(self, started: Started) -> None:
-        """Tell the shell to stop the command it runs, from an `exec` of its own."""
-        command = ["/bin/bash", "-c", f"kill -USR1 {started.shell_pid}"]
-        done = await run_sync(self._container.exec_run, command)
-        if done.exit_code != 0:
-            raise ProcessLookupError(f"{command[-1]} in the container: exit {done.exit_code}")
+        """Tell the shell to stop the command it runs, through the container's init (`_INIT`)."""
+        await run_sync(self._container.kill, signal="SIGUSR1")
 
     def _pump(self) -> None:
         """Hand the loop what the shell writes (stdout and stderr alike), then b"" once it ends."""

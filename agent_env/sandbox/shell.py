@@ -34,7 +34,7 @@ if [ -n "$2" ]; then ulimit -f "$2" || exit 97; fi
 if [ "$mode" = group ]; then set -m; fi
 trap : USR1  # the host's "past its deadline": ends the wait below, and the command is killed
 while IFS= read -r nonce && IFS= read -r size && IFS= read -r -N "$size" command; do
-  (trap - USR1; printf '\001%s %d %d\n' "$nonce" "$BASHPID" "$$"; exec bash -c "$command") </dev/null 2>&1 &
+  (trap - USR1; printf '\001%s %d\n' "$nonce" "$BASHPID"; exec bash -c "$command") </dev/null 2>&1 &
   pid=$!
   wait "$pid"
   status=$?
@@ -55,11 +55,9 @@ the sandbox's margin, the other half being for killing the shell."""
 
 @dataclass(frozen=True)
 class Started:
-    """A command the shell started: its pid and the shell's, as the shell sees them (in its own
-    namespace, if any)."""
+    """A command the shell started: its pid, as the shell sees it (in its own namespace, if any)."""
 
     pid: int
-    shell_pid: int
 
 
 class Shell:
@@ -97,8 +95,7 @@ class Shell:
         try:
             async with asyncio.timeout(timeout_s):
                 await self._write(nonce + b"\n" + str(len(data)).encode() + b"\n" + data)
-                pid, shell_pid = (await self._line_after(b"\x01" + nonce + b" ", None)).split()
-                self.started = Started(int(pid), int(shell_pid))
+                self.started = Started(int(await self._line_after(b"\x01" + nonce + b" ", None)))
                 status = int(await self._line_after(b"\x00" + nonce + b" ", output))
         except (TimeoutError, _ShellEndedError, OSError, ValueError) as cut:
             timed_out = isinstance(cut, TimeoutError)

@@ -141,6 +141,25 @@ def test_a_container_has_no_network_no_capabilities_and_the_configured_limits(
     assert (after.exit_code, after.output) == (0, "still here\n")
 
 
+def test_a_command_forking_without_end_past_its_deadline_is_stopped_with_all_pids_taken_and_the_shell_runs_on(
+    docker_client: Any, sandbox_image: str
+) -> None:
+    limited = DockerSandboxProvider(settings(image=sandbox_image, pids_limit=32), client=docker_client)
+
+    async def play(sandbox: DockerSandbox) -> list[Any]:
+        return [
+            await sandbox.run("echo $PPID", timeout_s=10, max_output_bytes=CAP),
+            await sandbox.run("bomb() { bomb | bomb & }; bomb; sleep 300", timeout_s=2, max_output_bytes=CAP),
+            await sandbox.run("echo $PPID; ps -o comm | grep -c bash", timeout_s=10, max_output_bytes=CAP),
+        ]
+
+    before, bomb, after = in_sandbox(limited, {}, play)
+
+    assert (bomb.exit_code, bomb.timed_out) == (None, True)
+    assert after.exit_code == 0
+    assert after.output.split() == [before.output.strip(), "3"]  # the init, the same shell, this command
+
+
 def test_commands_run_as_a_user_who_owns_the_tasks_files_on_a_read_only_root_with_only_work_and_tmp_writable(
     provider: DockerSandboxProvider, docker_client: Any
 ) -> None:
