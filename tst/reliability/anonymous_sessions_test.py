@@ -22,7 +22,7 @@ from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as connect_websocket
 
 from agent_env.training.trl import AgentEnv
-from tst.reliability._serve import agent_env_serve
+from tst.support.cli_server import agent_env_serve
 from tst.support.harbor import HARBOR, reference_play
 from tst.support.waiting import until
 

@@ -27,7 +27,7 @@ import pytest
 
 from agent_env import Trajectory, read_trajectories
 from agent_env.openenv import AgentEnvAction
-from tst.reliability._serve import agent_env_serve
+from tst.support.cli_server import agent_env_serve
 from tst.support.waiting import child_processes, until
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,15 +8,17 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from agent_env.openenv import AgentEnvAction, BackgroundServer, build_app
-from agent_env.sandbox import DockerSandboxProvider, SandboxConfig
+from agent_env.sandbox import DockerSandboxProvider, PoolStatus, SandboxConfig, WarmPool
 from agent_env.sandbox.owner import PID_LABEL
 from tst.integration._containers import sandbox_containers
+from tst.support.cli_server import agent_env_serve
 from tst.support.harbor import BASH_TASK, HARBOR, play_reference
 from tst.support.waiting import until
 
@@ -25,7 +27,7 @@ FILL_S = 60.0
 
 SERVER_THAT_DIES = """
 import asyncio, sys, time
-from agent_env.sandbox import DockerSandboxProvider, SandboxConfig
+from agent_env.sandbox import DockerSandboxProvider, PoolStatus, SandboxConfig, WarmPool
 sandbox = asyncio.run(DockerSandboxProvider(SandboxConfig(provider="docker", image=sys.argv[1])).create({}))
 print(sandbox.id, flush=True)
 time.sleep(300)
@@ -129,3 +131,70 @@ def test_a_server_killed_with_sigkill_leaves_its_containers_and_the_next_to_star
 
     assert "removed 1 sandbox container(s) left by servers no longer running on this host" in caplog.text
     assert sandbox_containers(docker_client) == []
+
+
+def test_a_pool_whose_containers_fail_to_start_tries_again_fills_and_never_holds_more_than_its_size(
+    docker_client: Any, sandbox_image: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provider = DockerSandboxProvider(
+        SandboxConfig(provider="docker", image=sandbox_image), client=docker_client
+    )
+    start = provider.started
+    failures = [RuntimeError("the engine is busy"), RuntimeError("the engine is still busy")]
+
+    async def failing_at_first() -> Any:
+        if failures:
+            raise failures.pop(0)
+        return await start()
+
+    async def play() -> tuple[Any, list[PoolStatus]]:
+        pool = WarmPool(provider, 2)
+        await pool.start()
+        try:
+            seen = []
+            for _ in range(int(FILL_S / 0.05)):
+                seen.append(pool.status())
+                if seen[-1].ready == 2:
+                    break
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(0.5)  # and no more than that
+            seen.append(pool.status())
+            warm = await pool.create({"a.txt": b"a"})
+            read = await warm.run("cat a.txt", timeout_s=10, max_output_bytes=64)
+            await warm.teardown()
+            return read, seen
+        finally:
+            await pool.close()
+
+    monkeypatch.setattr(provider, "started", failing_at_first)
+    with caplog.at_level(logging.WARNING, logger="agent_env.sandbox"):
+        read, seen = asyncio.run(play())
+
+    assert read.output == "a"
+    assert seen[-1].ready == 2
+    assert all(s.ready + s.starting <= 2 for s in seen)
+    assert caplog.text.count("warm pool: a container failed to start") == 2
+    assert sandbox_containers(docker_client) == []
+
+
+def test_agent_env_serve_killed_with_sigkill_leaves_its_pool_and_the_next_to_start_removes_it_saying_how_many(
+    docker_client: Any, sandbox_image: str, tmp_path: Path
+) -> None:
+    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+    with agent_env_serve(HARBOR, "--sandbox", "docker", "--warm", "2", log=first_log, tmpdir=tmp_path) as (
+        first,
+        _,
+    ):
+        assert until(lambda: len(sandbox_containers(docker_client)) == 2, FILL_S)
+        first.kill()
+        first.wait(CLIENT_TIMEOUT_S)
+        left = sandbox_containers(docker_client)
+    with agent_env_serve(HARBOR, "--sandbox", "docker", log=second_log, tmpdir=tmp_path):
+        removed = until(lambda: sandbox_containers(docker_client) == [], CLIENT_TIMEOUT_S)
+
+    assert len(left) == 2
+    assert removed
+    assert (
+        "removed 2 sandbox container(s) left by servers no longer running on this host"
+        in second_log.read_text()
+    )
