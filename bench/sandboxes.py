@@ -44,7 +44,7 @@ class ContainerPerReset:
 
     async def create(self, files: Mapping[str, bytes]) -> Any:
         from agent_env._threads import run_sync
-        from agent_env.sandbox.docker import DockerSandbox, _archive, _unpack
+        from agent_env.sandbox.docker import DockerSandbox, _archive, _unpack_by_exec
 
         class RemovedAtTeardown(DockerSandbox):
             async def teardown(self) -> None:
@@ -57,7 +57,7 @@ class ContainerPerReset:
         self.provider.check_room(files)
         sandbox = RemovedAtTeardown(await run_sync(self.provider._start), self.provider.removals)
         if files:
-            await run_sync(_unpack, sandbox.container, _archive(files))
+            await run_sync(_unpack_by_exec, sandbox.container, _archive(files))
         return sandbox
 
 

@@ -113,7 +113,15 @@ class DockerSandbox:
             )
 
     async def put_files(self, files: Mapping[str, bytes]) -> None:
-        """Unpack `files` into the work folder with the container's own `tar`, as its user."""
+        """Unpack `files` into the work folder with the container's own `tar`, as its user; if that
+        fails, the sandbox is torn down, since its episode cannot play without them."""
+        try:
+            await self._unpack(files)
+        except BaseException:
+            await self.teardown()
+            raise
+
+    async def _unpack(self, files: Mapping[str, bytes]) -> None:
         if not files:
             return
         archive = _archive(files)
@@ -123,7 +131,7 @@ class DockerSandbox:
             answer = await self.run(command, timeout_s=_ENGINE_TIMEOUT_S, max_output_bytes=_PAGE)
             exit_code, output = answer.exit_code, answer.output
         else:
-            exit_code, output = await run_sync(_unpack, self.container, archive)
+            exit_code, output = await run_sync(_unpack_by_exec, self.container, archive)
         if exit_code != 0:
             raise RuntimeError(
                 f"the sandbox could not unpack the task's files into {WORK_FOLDER} with tar (exit "
@@ -239,11 +247,7 @@ class DockerSandboxProvider:
     async def create(self, files: Mapping[str, bytes]) -> DockerSandbox:
         self.check_room(files)
         sandbox = await self.started()
-        try:
-            await sandbox.put_files(files)
-        except BaseException:
-            await sandbox.teardown()
-            raise
+        await sandbox.put_files(files)
         return sandbox
 
     async def started(self) -> DockerSandbox:
@@ -323,7 +327,7 @@ class DockerSandboxProvider:
             ) from exc
 
 
-def _unpack(container: Any, archive: bytes) -> tuple[int | None, str]:
+def _unpack_by_exec(container: Any, archive: bytes) -> tuple[int | None, str]:
     """Unpack `archive` into the work folder with the container's own `tar` in an exec of its own, fed
     on its stdin; its exit code and output. For archives too big for one command of the shell.
 

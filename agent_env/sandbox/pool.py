@@ -82,11 +82,7 @@ class WarmPool:
                 await sandbox.teardown()
                 continue
             self._handed_out += 1
-            try:
-                await sandbox.put_files(files)
-            except BaseException:
-                await sandbox.teardown()
-                raise
+            await sandbox.put_files(files)
             return sandbox
         self._started_cold += 1
         return await self.provider.create(files)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import re
 import tarfile
@@ -57,6 +58,24 @@ def test_the_tasks_files_are_in_the_work_folder_before_the_first_command(
 
     assert result.exit_code == 0
     assert result.output == "/work\ncrate,weight\nC1,4\ncalm seas\n"
+
+
+@pytest.mark.parametrize("size", [1000, 300_000], ids=["through-the-shell", "through-an-exec"])
+def test_the_tasks_files_arrive_byte_for_byte_whether_they_fit_in_one_command_or_not(
+    provider: DockerSandboxProvider, size: int
+) -> None:
+    content = bytes(range(256)) * (size // 256) + b"'\"$(x)\0"
+    files = {"data/blob.bin": content, "quote's.txt": b"it's\n"}
+
+    async def play(sandbox: DockerSandbox) -> Any:
+        return await sandbox.run(
+            'sha256sum data/blob.bin; cat "quote\'s.txt"', timeout_s=10, max_output_bytes=CAP
+        )
+
+    result = in_sandbox(provider, files, play)
+
+    assert result.exit_code == 0
+    assert result.output == f"{hashlib.sha256(content).hexdigest()}  data/blob.bin\nit's\n"
 
 
 def test_a_command_answers_with_its_exit_code_and_its_output_and_stderr_together(
