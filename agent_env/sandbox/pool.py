@@ -50,7 +50,7 @@ class WarmPool:
 
     def __init__(self, provider: DockerSandboxProvider, size: int) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"a warm pool holds at least one container, got size={size!r}")
+            raise ValueError(f"a warm pool holds a whole number of containers, 1 or more, got {size!r}")
         self.provider = provider
         self.size = size
         self._ready: collections.deque[DockerSandbox] = collections.deque()
@@ -81,6 +81,9 @@ class WarmPool:
                 self._replaced += 1
                 await sandbox.teardown()
                 continue
+            except BaseException:  # the deploy was cancelled: the container is nobody's now
+                await sandbox.teardown()
+                raise
             self._handed_out += 1
             await sandbox.put_files(files)
             return sandbox

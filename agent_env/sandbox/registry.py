@@ -35,6 +35,8 @@ def server_provider(
     A `warm` given for another provider is an error; the settings' is then left unused, since a
     bundle made for Docker may be served with the local sandbox.
     """
+    if warm is not None and (isinstance(warm, bool) or not isinstance(warm, int) or warm < 0):
+        raise ValueError(f"--warm is a number of containers, 0 or more, got {warm!r}")
     chosen = settings or SandboxConfig()
     provider = sandbox_provider(name, settings)
     size = warm if warm is not None else chosen.warm

@@ -26,3 +26,11 @@ def test_a_bundle_s_warm_pool_is_left_unused_when_it_is_served_with_the_local_sa
 def test_a_warm_pool_is_a_count_of_containers_the_bundle_checks() -> None:
     with pytest.raises(ValueError, match="greater than or equal to 0"):
         SandboxConfig(provider="docker", warm=-1)
+
+
+@pytest.mark.parametrize("warm", [-1, 2.5, True])
+def test_a_warm_pool_of_no_whole_number_of_containers_is_refused_saying_what_it_takes(warm: object) -> None:
+    with pytest.raises(
+        ValueError, match=re.escape(f"--warm is a number of containers, 0 or more, got {warm!r}")
+    ):
+        server_provider("docker", SandboxConfig(provider="docker"), warm=warm)  # type: ignore[arg-type]
