@@ -42,7 +42,7 @@ from agent_env.sandbox.config import SandboxConfig
 from agent_env.sandbox.docker_image import WORK_FOLDER
 from agent_env.sandbox.docker_removal import Removals, remove_orphans
 from agent_env.sandbox.owner import owner_labels
-from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot, Started
+from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot
 
 INSTALL_HINT = "pip install 'agentenv-framework[docker]'"
 _KILL_ALL = ["/bin/bash", "-c", "kill -9 -1"]
@@ -209,7 +209,7 @@ class _ContainerShell:
     async def _write(self, data: bytes) -> None:
         await run_sync(self._socket.sendall, data)
 
-    async def _interrupt(self, started: Started) -> None:
+    async def _interrupt(self) -> None:
         """Tell the shell to stop the command it runs, through the container's init (`_INIT`)."""
         await run_sync(self._container.kill, signal="SIGUSR1")
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from agent_env._threads import run_sync
 from agent_env.sandbox.base import CommandResult
 from agent_env.sandbox.bubblewrap import bubblewrap_for, confined
-from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot, Started
+from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot
 
 _READ_CHUNK = 64 * 1024
 _OUTPUT_GRACE_S = 1.0
@@ -109,7 +109,7 @@ class _LocalShell:
                     return b""
                 await _ready(self._stdout, writing=False, or_exit=self._exit)
 
-    async def _interrupt(self, started: Started) -> None:
+    async def _interrupt(self) -> None:
         """Tell the shell to stop the command it runs: SIGUSR1 to the shell's process, which is
         bubblewrap's child when confined (pid 1 of the namespace bubblewrap made)."""
         shell = _only_child(self.process.pid) if self.confined else self.process.pid

@@ -10,7 +10,7 @@ start marker was written by something an earlier command left behind, and is dro
 
 A command past its deadline is killed by the shell, on the host's word: the host sends the shell
 SIGUSR1, which ends its wait for the command; the shell kills the command as it would have after its
-end, and writes its end marker. The shell, its state and what the episode wrote, go on. Only a shell
+end, and writes its end marker; the shell goes on. Only a shell
 that does not answer within `STOP_GRACE_S` is killed with its command, and the next command starts a
 new one. A command can forge a marker only by guessing a nonce it was never given; at worst it
 misreports its own result.
@@ -73,7 +73,7 @@ class Shell:
         self,
         write: Callable[[bytes], Awaitable[None]],
         read: Callable[[], Awaitable[bytes]],
-        interrupt: Callable[[Started], Awaitable[None]],
+        interrupt: Callable[[], Awaitable[None]],
     ) -> None:
         self._write = write
         self._read = read
@@ -115,7 +115,7 @@ class Shell:
             return False
         try:
             async with asyncio.timeout(STOP_GRACE_S):
-                await self._interrupt(self.started)
+                await self._interrupt()
                 await self._line_after(b"\x00" + nonce + b" ", output)
         except Exception:  # the signal could not be sent, or the shell did not answer: it is killed
             return False

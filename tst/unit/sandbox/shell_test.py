@@ -15,7 +15,7 @@ import pytest
 
 from agent_env import CommandResult
 from agent_env.sandbox import LocalSandbox
-from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, Started
+from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell
 from tst.support.waiting import eventually, running
 from tst.unit.sandbox._local import ISOLATIONS, in_sandbox, run
 
@@ -147,7 +147,7 @@ def test_the_framing_holds_when_the_shell_s_output_arrives_one_byte_at_a_time(tm
             while byte := stdout.read(1):
                 loop.call_soon_threadsafe(into.put_nowait, byte)
 
-    async def interrupt(started: Started) -> None:
+    async def interrupt() -> None:
         os.kill(process.pid, signal.SIGUSR1)
 
     async def act() -> list[CommandResult]:
