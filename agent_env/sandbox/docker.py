@@ -6,14 +6,13 @@ read-only root filesystem, and runs as a user other than root (by default). Only
 and the host's disk is untouched. The commands are run by a shell that lives in the container for
 the episode (`agent_env.sandbox.shell`), one `exec` whose stdin and output are its attach socket,
 started with the container; the task's files are unpacked into the work folder by the container's
-`tar`, as its user, before the first turn (through that shell when they fit in one command). The
-shell runs each command: when a command returns, the shell kills every process it left behind (`kill -9
--1` spares only the container's init and the shell itself), so nothing runs between commands, as
-with `local`. Past a command's deadline, the container's init is sent SIGUSR1, which it passes on
-to the shell, which kills the command; only a shell that does not is killed, and the next command
-starts a new one. At teardown, whatever
-happened, nothing the episode started runs on (a command running then is killed with the container),
-and the container is removed in the background (`docker_removal`).
+`tar`, as its user, before the first turn (through that shell when they fit in one command). When a
+command returns, the shell kills every process it left behind (`kill -9 -1` spares only the
+container's init and the shell itself), so nothing runs between commands, as with `local`. Past a
+command's deadline, the container's init is sent SIGUSR1, which it passes on to the shell, which
+kills the command; only a shell that does not is killed, and the next command starts a new one. At
+teardown, whatever happened, nothing the episode started runs on (a command running then is killed
+with the container), and the container is removed in the background (`docker_removal`).
 
 The engine is checked when the provider is made, that is when a server starts, so a missing engine
 or image is an error before the first episode rather than at it.
