@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
 
-from fastapi import FastAPI, HTTPException, status
+from fastapi import FastAPI, HTTPException, Response, status
 from fastapi.routing import APIWebSocketRoute
 from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute, WebSocketRoute
@@ -35,6 +35,8 @@ from agent_env.openenv.auth import RequireToken
 from agent_env.openenv.context import ServerContext
 from agent_env.openenv.disconnects import WatchDisconnects
 from agent_env.openenv.environment import AgentEnvEnvironment
+from agent_env.openenv.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from agent_env.openenv.metrics import ServerMetrics
 from agent_env.openenv.sessions import SessionServer, own_sessions_only
 from agent_env.openenv.tokens import resolve_token
 from agent_env.openenv.tracker import EpisodeTracker
@@ -64,6 +66,7 @@ SERVED_ROUTES: dict[str, str] = {
     "POST /{env_name}/task_range": "the Task API: a range of task specs",
     "POST /{env_name}/solutions": "the Task API: a split's reference plays (solutions/SPLIT.jsonl)",
     "GET /{env_name}/status": "what the server holds now: connections, episodes, sessions by kind",
+    "GET /metrics": "the same and what episodes did, for Prometheus (`agent_env.openenv.metrics`)",
     "GET /openapi.json": "the HTTP routes' OpenAPI schema",
     "GET /docs": "the schema's pages (Swagger UI)",
     "GET /docs/oauth2-redirect": "part of the Swagger UI",
@@ -97,6 +100,7 @@ class ServerStatus(BaseModel):
     env_name: str
     connections: int = Field(description="WebSocket connections open now.")
     live_episodes: int
+    live_sandboxes: int = Field(description="Sandboxes of live episodes.")
     tearing_down: int
     max_concurrent_envs: int
     sessions: SessionCounts = Field(description="The sessions that hold capacity, by kind.")
@@ -183,12 +187,27 @@ def build_served_app(
     its last teardown if it has work of its own (`RunsWithServer`: a warm pool, say).
     """
     required_token = resolve_token(token)
+
+    def status_now() -> ServerStatus:
+        return ServerStatus(
+            env_name=context.name,
+            connections=len(context.links),
+            live_episodes=context.tracker.live,
+            live_sandboxes=context.tracker.live_sandboxes,
+            tearing_down=context.tracker.tearing_down,
+            max_concurrent_envs=context.max_concurrent_envs,
+            sessions=server.counts(),
+            shutting_down=context.tracker.closing,
+            warm_pool=sandboxes.status() if isinstance(sandboxes, WarmPool) else None,
+        )
+
+    metrics = ServerMetrics(status_now)
     context = ServerContext(
         env_name_for(name),
         served,
         description,
         max_concurrent_envs=resolve_max_concurrent_envs(max_concurrent_envs),
-        tracker=EpisodeTracker(recorder),
+        tracker=EpisodeTracker(recorder, metrics=metrics),
     )
 
     @contextlib.asynccontextmanager
@@ -233,16 +252,11 @@ def build_served_app(
     async def server_status(env_name: str) -> ServerStatus:
         if env_name.lower() != context.name.lower():
             raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown environment {env_name!r}")
-        return ServerStatus(
-            env_name=context.name,
-            connections=len(context.links),
-            live_episodes=context.tracker.live,
-            tearing_down=context.tracker.tearing_down,
-            max_concurrent_envs=context.max_concurrent_envs,
-            sessions=server.counts(),
-            shutting_down=context.tracker.closing,
-            warm_pool=sandboxes.status() if isinstance(sandboxes, WarmPool) else None,
-        )
+        return status_now()
+
+    @app.get("/metrics", tags=["Monitoring"], response_class=Response)
+    async def server_metrics() -> Response:
+        return Response(metrics.exposition(), media_type=METRICS_CONTENT_TYPE)
 
     @app.post("/{env_name}/solutions", tags=["Task API"])
     async def list_solutions(env_name: str, request: SolutionsRequest) -> Solutions:

@@ -3,7 +3,8 @@
 Sessions end their episodes here, so a teardown outlives the call (or the connection) that started
 it and nothing is lost: the session's next reset and its close wait for it, and the server's shutdown
 tears down whatever is left and waits for all of it. Each episode is logged once, when it is gone,
-and, with a recorder, its trajectory recorded then (so it has its teardown's time).
+and its trajectory made then (so it has its teardown's time), once, for the server's metrics and,
+with a recorder, to be recorded.
 """
 
 from __future__ import annotations
@@ -11,11 +12,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from agent_env.episode import Episode
 from agent_env.events import ToolCalled, TurnEnded
 from agent_env.recording import TrajectoryRecorder
 from agent_env.trajectory import trajectory_of
+
+if TYPE_CHECKING:
+    from agent_env.openenv.metrics import ServerMetrics
 
 log = logging.getLogger("agent_env.openenv")
 
@@ -44,8 +49,11 @@ class EpisodeTracker:
     Each live episode maps to the label its client sent, which its trajectory carries.
     """
 
-    def __init__(self, recorder: TrajectoryRecorder | None = None) -> None:
+    def __init__(
+        self, recorder: TrajectoryRecorder | None = None, *, metrics: ServerMetrics | None = None
+    ) -> None:
         self.recorder = recorder
+        self.metrics = metrics
         self._live: dict[Episode, str | None] = {}
         self._teardowns: dict[Episode, asyncio.Task[None]] = {}
         self.closing = False
@@ -58,6 +66,11 @@ class EpisodeTracker:
     @property
     def tearing_down(self) -> int:
         return len(self._teardowns)
+
+    @property
+    def live_sandboxes(self) -> int:
+        """Sandboxes of live episodes (made, and not yet torn down with their episode)."""
+        return sum(1 for episode in self._live if episode.sandbox is not None)
 
     def begin(self, episode: Episode, *, client: str | None = None) -> None:
         self._live[episode] = client
@@ -103,12 +116,16 @@ class EpisodeTracker:
             self._teardowns.pop(episode, None)
             if log.isEnabledFor(logging.INFO):
                 log.info("%s", describe(episode))
-            if self.recorder is not None:
-                self._record(episode, client)
+            if self.recorder is not None or self.metrics is not None:
+                self._account(episode, client)
 
-    def _record(self, episode: Episode, client: str | None) -> None:
-        assert self.recorder is not None
+    def _account(self, episode: Episode, client: str | None) -> None:
+        """Count the episode in the metrics and record it, from one trajectory made for both."""
         try:
-            self.recorder.record(trajectory_of(episode, client=client))
+            trajectory = trajectory_of(episode, client=client)
+            if self.metrics is not None:
+                self.metrics.count(trajectory)
+            if self.recorder is not None:
+                self.recorder.record(trajectory)
         except Exception:  # a trajectory that cannot be made is lost, never the server
             log.exception("the trajectory of an episode of task '%s' could not be made", episode.task.id)

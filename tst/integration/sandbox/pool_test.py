@@ -20,6 +20,7 @@ from agent_env.sandbox.owner import PID_LABEL
 from tst.integration._containers import sandbox_containers
 from tst.support.cli_server import agent_env_serve
 from tst.support.harbor import BASH_TASK, HARBOR, play_reference
+from tst.support.metrics import scrape
 from tst.support.waiting import until
 
 CLIENT_TIMEOUT_S = 30.0
@@ -67,6 +68,10 @@ def test_a_reset_gets_a_container_the_pool_started_ahead_with_the_task_s_files_a
         assert (scored.done, scored.reward) == (True, 1.0)
         assert until(lambda: pool(server)["ready"] == 2, FILL_S)
         assert pool(server)["handed_out"] == 2 and pool(server)["started_cold"] == 0
+        samples = scrape(server.url)
+        assert samples[("agent_env_warm_pool_ready", ())] == 2
+        assert samples[("agent_env_warm_pool_handed_out_total", ())] == 2
+        assert samples[("agent_env_live_sandboxes", ())] == 1  # the second episode's, still live
         assert first[0] not in {c[:12] for c in sandbox_containers(docker_client)}
     finally:
         server.stop()

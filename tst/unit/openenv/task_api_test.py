@@ -360,6 +360,7 @@ def test_the_status_route_reports_an_idle_server_and_its_capacity(serve: Serve) 
         "env_name": "harbor",
         "connections": 0,
         "live_episodes": 0,
+        "live_sandboxes": 0,
         "tearing_down": 0,
         "max_concurrent_envs": 5,
         "sessions": {"held": 0, "websocket": 0, "without_client": 0},

@@ -1,0 +1,155 @@
+"""`GET /metrics`: what the server holds and has done, in Prometheus' text format (`prometheus_client`).
+
+Two kinds of figure. What the server holds now (sessions, episodes, teardowns, sandboxes, the warm
+pool) is read at each scrape from the very status `GET /{env_name}/status` answers, so the two never
+disagree. What episodes did (their outcomes, tool calls, and the seconds of each phase) is counted
+once per episode, when it is torn down, from its trajectory: the moment the server logs it, so the
+counters match the episode log line for line. Each server has a registry of its own, so two servers
+in one process never mix their figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Protocol
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from agent_env.openenv.wire import SessionCounts
+from agent_env.sandbox.pool import PoolStatus
+from agent_env.trajectory import Trajectory
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""The text format every Prometheus reads (the metrics' names need none of the newer format's escaping)."""
+SECONDS_BUCKETS = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    120.0,
+)
+"""From a tool answered in a millisecond to a verifier that runs for minutes."""
+
+
+class Holding(Protocol):
+    """What the server holds now, as `ServerStatus` (the `/status` route's answer) has it."""
+
+    connections: int
+    live_episodes: int
+    live_sandboxes: int
+    tearing_down: int
+    max_concurrent_envs: int
+    sessions: SessionCounts
+    warm_pool: PoolStatus | None
+
+
+class ServerMetrics:
+    """One server's figures: `count` each episode once it is gone; `exposition` answers a scrape."""
+
+    def __init__(self, holding: Callable[[], Holding]) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._episodes = Counter(
+            "agent_env_episodes",
+            "Episodes torn down, by how they ended (scored, failed with its error code, abandoned).",
+            ["outcome", "code"],
+            registry=self.registry,
+        )
+        self._tool_calls = Counter(
+            "agent_env_tool_calls",
+            "Tool calls of episodes torn down, by tool and outcome (ok, or the error code the agent saw).",
+            ["tool", "outcome"],
+            registry=self.registry,
+        )
+        self._call_seconds = Histogram(
+            "agent_env_tool_call_seconds",
+            "Seconds a tool call took, by tool.",
+            ["tool"],
+            buckets=SECONDS_BUCKETS,
+            registry=self.registry,
+        )
+        self._phase_seconds = {
+            phase: Histogram(
+                f"agent_env_{phase}_seconds",
+                f"Seconds an episode's {phase} took.",
+                buckets=SECONDS_BUCKETS,
+                registry=self.registry,
+            )
+            for phase in ("deploy", "verify", "teardown")
+        }
+        self.registry.register(_Holding(holding))
+
+    def count(self, trajectory: Trajectory) -> None:
+        """Count an episode that is gone, from its trajectory."""
+        outcome = trajectory.outcome
+        self._episodes.labels(outcome.kind, outcome.code or "").inc()
+        for turn in trajectory.turns:
+            for call in turn.calls:
+                self._tool_calls.labels(call.tool, call.error_code or "ok").inc()
+                if call.seconds is not None:
+                    self._call_seconds.labels(call.tool).observe(call.seconds)
+        timings = trajectory.timings
+        for phase, seconds in (
+            ("deploy", timings.deploy_s),
+            ("verify", timings.verify_s),
+            ("teardown", timings.teardown_s),
+        ):
+            if seconds is not None:
+                self._phase_seconds[phase].observe(seconds)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class _Holding(Collector):
+    """The gauges of what the server holds, read from its status at each scrape."""
+
+    def __init__(self, holding: Callable[[], Holding]) -> None:
+        self._holding = holding
+
+    def describe(self) -> list[Metric]:
+        return []  # the names are known only once collected; a registry does not need them up front
+
+    def collect(self) -> Iterator[Metric]:
+        now = self._holding()
+        for name, text, value in (
+            ("connections", "WebSocket connections open now.", now.connections),
+            ("live_episodes", "Episodes begun and not yet torn down.", now.live_episodes),
+            ("live_sandboxes", "Sandboxes of live episodes.", now.live_sandboxes),
+            ("teardowns_in_flight", "Episodes being torn down now.", now.tearing_down),
+            ("max_concurrent_envs", "Sessions the server holds at most.", now.max_concurrent_envs),
+        ):
+            yield GaugeMetricFamily(f"agent_env_{name}", text, value=value)
+        sessions = GaugeMetricFamily(
+            "agent_env_sessions", "Sessions holding capacity, by kind.", labels=["kind"]
+        )
+        sessions.add_metric(["websocket"], now.sessions.websocket)
+        sessions.add_metric(["without_client"], now.sessions.without_client)
+        yield sessions
+        pool = now.warm_pool
+        if pool is None:
+            return
+        for name, text, value in (
+            ("size", "Containers the warm pool keeps ready, at most.", pool.size),
+            ("ready", "Containers of the warm pool ready now.", pool.ready),
+            ("starting", "Containers of the warm pool starting now.", pool.starting),
+        ):
+            yield GaugeMetricFamily(f"agent_env_warm_pool_{name}", text, value=value)
+        for name, text, value in (
+            ("handed_out", "Episodes that got a container from the warm pool.", pool.handed_out),
+            ("started_cold", "Episodes that found the warm pool empty.", pool.started_cold),
+            ("replaced", "Warm pool containers that died while they waited.", pool.replaced),
+        ):
+            yield CounterMetricFamily(f"agent_env_warm_pool_{name}", text, value=value)
