@@ -38,14 +38,21 @@ while IFS= read -r nonce && IFS= read -r size && IFS= read -r -N "$size" command
   pid=$!
   wait "$pid"
   status=$?
-  if [ "$mode" = all ]; then kill -9 -1; else kill -9 -- "-$pid"; fi
+  if [ "$mode" = all ]; then
+    kill -9 -1
+    for ((tries = 0; tries < 5000; tries++)); do kill -0 -1 || break; done  # until the init reaped them
+  else
+    kill -9 -- "-$pid"
+  fi
   printf '\000%s %d\n' "$nonce" "$status"
 done
 """
 """bash, run as `bash -c DRIVER agent-env-shell MODE [FILE_KIB]`. MODE `group` (a shell among the
 host's processes) runs each command as a process group of its own and kills that group after it;
 `all` (a shell alone in a process namespace or a container) kills every process but itself and
-pid 1. FILE_KIB, if given, caps the size of each file a command writes (`ulimit -f`)."""
+pid 1, and answers once they are gone (reaped, a few thousand looks at most), so the next command
+never sees one of them dying. FILE_KIB, if given, caps the size of each file a command writes
+(`ulimit -f`)."""
 
 SHELL_NAME = "agent-env-shell"
 STOP_GRACE_S = KILL_MARGIN_S / 2
