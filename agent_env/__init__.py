@@ -61,6 +61,7 @@ if _typing.TYPE_CHECKING:
         TaskSpec,
         ToolsetSpec,
         VerifierSummary,
+        tasks_fingerprint,
     )
     from agent_env.task import Agent, Task
     from agent_env.tools import Tool, tool
@@ -127,6 +128,7 @@ else:
                 "TaskSpec",
                 "ToolsetSpec",
                 "VerifierSummary",
+                "tasks_fingerprint",
             ],
             "agent_env.task": ["Agent", "Task"],
             "agent_env.tools": ["Tool", "tool"],
@@ -210,6 +212,7 @@ __all__ = [
     "read_trajectories",
     "sandbox_provider",
     "serve_bundle",
+    "tasks_fingerprint",
     "tool",
     "toolset_name",
     "trajectory_of",

@@ -9,6 +9,9 @@ the scripts (a bundle's `solutions/SPLIT.jsonl` holds one per line).
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -126,3 +129,11 @@ class SolutionSpec(BaseModel):
 
     index: int
     script: Script
+
+
+def tasks_fingerprint(splits: Mapping[str, Sequence[TaskSpec]]) -> str:
+    """A digest of every task spec a server's Task API lists, split by split: servers that give the
+    same one serve the same tasks, so a trainer may spread its sessions over them."""
+    listed = {split: [spec.model_dump(mode="json") for spec in specs] for split, specs in splits.items()}
+    text = json.dumps(listed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

@@ -46,7 +46,7 @@ from agent_env.sandbox.base import RunsWithServer, SandboxProvider
 from agent_env.sandbox.pool import PoolStatus, WarmPool
 from agent_env.sandbox.registry import server_provider
 from agent_env.served import Served, serve_bundle
-from agent_env.specs import SolutionSpec
+from agent_env.specs import SolutionSpec, tasks_fingerprint
 
 DEFAULT_MAX_CONCURRENT_ENVS = 64
 """Sessions one server holds at once unless `max_concurrent_envs=` or `MAX_CONCURRENT_ENVS` says otherwise."""
@@ -107,6 +107,10 @@ class ServerStatus(BaseModel):
     shutting_down: bool
     warm_pool: PoolStatus | None = Field(
         None, description="The Docker sandboxes' warm pool (`--warm`), if the server keeps one."
+    )
+    tasks_fingerprint: str = Field(
+        description="A digest of every task spec the Task API lists (`agent_env.tasks_fingerprint`): "
+        "servers with the same one serve the same tasks."
     )
 
 
@@ -187,6 +191,7 @@ def build_served_app(
     its last teardown if it has work of its own (`RunsWithServer`: a warm pool, say).
     """
     required_token = resolve_token(token)
+    fingerprint = tasks_fingerprint({split: [task.spec for task in tasks] for split, tasks in served.items()})
 
     def status_now() -> ServerStatus:
         return ServerStatus(
@@ -199,6 +204,7 @@ def build_served_app(
             sessions=server.counts(),
             shutting_down=context.tracker.closing,
             warm_pool=sandboxes.status() if isinstance(sandboxes, WarmPool) else None,
+            tasks_fingerprint=fingerprint,
         )
 
     metrics = ServerMetrics(status_now)

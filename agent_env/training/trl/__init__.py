@@ -28,12 +28,14 @@ from agent_env.training.trl.classes import ToolsetEnvironment, ToolsetSettings  
 from agent_env.training.trl.errors import (  # noqa: E402
     DemonstrationError,
     DemonstrationWarning,
+    FleetMismatchError,
     ServerAtCapacityError,
     ServerUnavailableError,
     ToolCallError,
     UnknownSplitError,
     UnsupportedToolError,
 )
+from agent_env.training.trl.fleet import FleetSettings  # noqa: E402
 from agent_env.training.trl.rollout import TASK_OVER  # noqa: E402
 from agent_env.training.trl.session import GRACE_SECONDS  # noqa: E402
 
@@ -46,6 +48,8 @@ __all__ = [
     "DemonstrationError",
     "DemonstrationWarning",
     "Factory",
+    "FleetMismatchError",
+    "FleetSettings",
     "ServerAtCapacityError",
     "ServerUnavailableError",
     "ToolCallError",

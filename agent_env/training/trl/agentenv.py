@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from agent_env._private.threading_exit import at_exit
 from agent_env.names import TRAINER_METHODS
-from agent_env.openenv.tokens import resolve_token
 from agent_env.openenv.wire import MAX_LABEL_LENGTH
 from agent_env.specs import TaskSpec
 from agent_env.training.trl.classes import (
@@ -34,8 +33,9 @@ from agent_env.training.trl.classes import (
 )
 from agent_env.training.trl.demonstrations import dataset_of, no_solutions, play_solutions
 from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
+from agent_env.training.trl.fleet import FleetSettings, fleet_of, task_apis
 from agent_env.training.trl.rollout import Deadlines
-from agent_env.training.trl.session import GRACE_SECONDS, SessionClient
+from agent_env.training.trl.session import GRACE_SECONDS
 from agent_env.training.trl.taskapi import TaskAPI
 
 if TYPE_CHECKING:
@@ -54,28 +54,37 @@ Factory = type | dict[str, type]
 
 
 class AgentEnv:
-    """The tasks and tools of the agent_env server at `url`, shaped for TRL's GRPO trainers.
+    """The tasks and tools of the agent_env server at `url`, or of a fleet of them, shaped for TRL's
+    GRPO trainers.
 
-    Fails at once, with the fix in the message, when no agent_env server answers at `url`, it
-    serves no `split`, or it wants a bearer token it was not given: `token` (default:
-    `AGENTENV_TOKEN`, if set) goes with every request and session. Deadlines, in seconds:
-    `reset_timeout` bounds each reset (the deploy) and each end_turn (the last runs the verifiers);
-    a tool call gets `tool_timeouts[name]` if it names the tool, else the deadline the tool declares
-    (`@tool(timeout_s=...)`, bash's from the sandbox's), else `tool_timeout`. The server cuts a call
-    off at the smaller of what it is sent and the tool's own. `label` (a run's name,
-    say) goes with every reset, and a server that records trajectories writes it into each.
+    `url` is one server's URL, or a list of servers that serve the same tasks; with
+    `discover="dns"` it is one URL whose host resolves to every server's address (a Kubernetes
+    headless Service) and is resolved again when a server is lost. Each session opens on the server
+    with the most room (`fleet.py`); a server that stops answering costs its episodes their reward
+    (None), and its sessions reopen on the others. Fails at once, with the fix in the message, when
+    a server does not answer, serves no `split`, serves other tasks than the rest (a
+    `FleetMismatchError`), or wants a bearer token it was not given: `token` (default:
+    `AGENTENV_TOKEN`, if set) is one for every server, or a dict URL -> token, one per server.
+
+    Deadlines, in seconds: `reset_timeout` bounds each reset (the deploy) and each end_turn (the last
+    runs the verifiers); a tool call gets `tool_timeouts[name]` if it names the tool, else the
+    deadline the tool declares (`@tool(timeout_s=...)`, bash's from the sandbox's), else
+    `tool_timeout`. The server cuts a call off at the smaller of what it is sent and the tool's own.
+    `label` (a run's name, say) goes with every reset, and a server that records trajectories writes
+    it into each.
     """
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         *,
+        discover: str | None = None,
         split: str = "train",
         reset_timeout: float = DEFAULT_RESET_TIMEOUT_S,
         tool_timeout: float = DEFAULT_TOOL_TIMEOUT_S,
         tool_timeouts: Mapping[str, float] | None = None,
         connect_timeout: float = 10.0,
-        token: str | None = None,
+        token: str | Mapping[str, str] | None = None,
         label: str | None = None,
     ) -> None:
         if label is not None and not 0 < len(label) <= MAX_LABEL_LENGTH:
@@ -94,10 +103,18 @@ class AgentEnv:
         self.tool_timeouts = {tool: float(s) for tool, s in (tool_timeouts or {}).items()}
         self.connect_timeout = float(connect_timeout)
         self.label = label
-        self._token = resolve_token(token)
-        self._api = TaskAPI(url, token=self._token)
-        self.url = self._api.url
-        self._held = _Held(uuid.uuid4().hex, self._api)
+        given = FleetSettings.of(url, discover=discover, token=token)
+        apis = task_apis(given)
+        self._api = apis[0]
+        self.url = given.urls[0]
+        """The URL given (the first of a list)."""
+        self.urls = tuple(api.url for api in apis)
+        """The servers the fleet held at the start."""
+        key = uuid.uuid4().hex
+        self._fleet = fleet_of(
+            key, replace(given, fingerprint=apis[0].fingerprint), connect_timeout_s=self.connect_timeout
+        )
+        self._held = _Held(key, self._api)
         try:
             self._tasks = {split: self._api.tasks(split)}
         except BaseException:
@@ -191,7 +208,7 @@ class AgentEnv:
         tasks = {task.index: task for task in self._split_tasks(split)}
         solutions = self._api.solutions(split)
         if not solutions:
-            raise no_solutions(split, self.url)
+            raise no_solutions(split, self._api.url)
         tools: dict[str, list[dict[str, Any]]] = {}
         for solution in solutions:
             task = tasks[solution.index]
@@ -203,7 +220,12 @@ class AgentEnv:
             connect_timeout_s=self.connect_timeout,
         )
         played = play_solutions(
-            self.url, tasks, solutions, settings, token=self._token, sessions=self._api.max_concurrent_envs
+            self._api.url,
+            tasks,
+            solutions,
+            settings,
+            token=self._fleet.settings.token_for(self._api.url),
+            sessions=self._api.max_concurrent_envs,
         )
         return dataset_of(split, played, tools, strict=strict)
 
@@ -238,7 +260,10 @@ class AgentEnv:
         self.close()
 
     def __repr__(self) -> str:
-        return f"AgentEnv({self.url!r}, split={self.split!r})"
+        given = self._fleet.settings
+        url = given.urls[0] if len(given.urls) == 1 else list(given.urls)
+        discover = "" if given.discover is None else f", discover={given.discover!r}"
+        return f"AgentEnv({url!r}{discover}, split={self.split!r})"
 
     def _require_open(self) -> None:
         if self._held.closed:
@@ -254,7 +279,9 @@ class AgentEnv:
         """Each toolset of the split, with the first task that uses it."""
         tasks = self._split_tasks(self.split)
         if not tasks:
-            raise UnknownSplitError(f"split '{self.split}' on {self.url} has no tasks: pass another split=")
+            raise UnknownSplitError(
+                f"split '{self.split}' on {self._api.url} has no tasks: pass another split="
+            )
         firsts: dict[str, TaskSpec] = {}
         for task in tasks:
             firsts.setdefault(task.toolset.name, task)
@@ -264,7 +291,7 @@ class AgentEnv:
         listing = self._listing(task)
         return ToolsetSettings(
             key=self._held.key,
-            url=self.url,
+            fleet=self._fleet.settings,
             toolset=toolset,
             tools=tuple(json.dumps(tool) for tool in listing.tools),
             deadlines=Deadlines(
@@ -274,7 +301,6 @@ class AgentEnv:
                 tuple(sorted(listing.tool_timeouts.items())),
             ),
             connect_timeout_s=self.connect_timeout,
-            token=self._token,
             label=self.label,
         )
 
@@ -288,8 +314,7 @@ class AgentEnv:
 
     def _listed(self, task: TaskSpec) -> _Listing:
         """The tools of the task's toolset, as the server lists them when the task is played."""
-        session = SessionClient(self.url, connect_timeout_s=self.connect_timeout, token=self._token)
-        session.open()
+        session = self._fleet.open_session()
         try:
             answer = session.reset(task.split, task.index, timeout_s=self.reset_timeout).result()
         except Exception as exc:

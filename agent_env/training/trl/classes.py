@@ -18,12 +18,13 @@ import json
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import docstring_parser
 
 from agent_env._private.threading_exit import at_exit
+from agent_env.training.trl.fleet import FleetSettings, fleet_of
 from agent_env.training.trl.rollout import Deadlines, Rollouts
 from agent_env.training.trl.session import SessionClient, close_sessions
 from agent_env.training.trl.signatures import (
@@ -42,14 +43,13 @@ class ToolsetSettings:
 
     key: str
     """The `AgentEnv` the class came from: `AgentEnv.close()` closes the instances of its key only."""
-    url: str
+    fleet: FleetSettings
+    """The servers (and their tokens, kept out of reprs, so out of logs)."""
     toolset: str
     tools: tuple[str, ...]
     """Each tool's JSON Schema, as JSON text."""
     deadlines: Deadlines
     connect_timeout_s: float = 10.0
-    token: str | None = field(default=None, repr=False)
-    """The server's bearer token, if it wants one; kept out of reprs, so out of logs."""
     label: str | None = None
     """Sent with each reset: the server's recorded trajectories carry it (`AgentEnv(label=...)`)."""
 
@@ -76,13 +76,8 @@ class ToolsetEnvironment(metaclass=_EnvironmentClass):
         settings: ToolsetSettings | None = getattr(type(self), "_settings", None)
         if settings is None:
             raise TypeError("ToolsetEnvironment is a base: use the classes of AgentEnv(...).factory")
-        self._rollouts = Rollouts(
-            settings.url,
-            settings.deadlines,
-            connect_timeout_s=settings.connect_timeout_s,
-            token=settings.token,
-            label=settings.label,
-        )
+        fleet = fleet_of(settings.key, settings.fleet, connect_timeout_s=settings.connect_timeout_s)
+        self._rollouts = Rollouts(fleet, settings.deadlines, label=settings.label)
         _track(settings.key, self)
 
     def reset(self, **row: Any) -> None:
@@ -142,7 +137,7 @@ def environment_class(settings: ToolsetSettings) -> _EnvironmentClass:
         namespace: dict[str, Any] = {
             "__module__": __name__,
             "__qualname__": settings.toolset,
-            "__doc__": f"The tools of toolset '{settings.toolset}' on {settings.url}, plus end_turn.",
+            "__doc__": f"The tools of toolset '{settings.toolset}', plus end_turn.",
             "_settings": settings,
             "_generated": True,
         }
@@ -211,7 +206,7 @@ def offered_tools(schemas: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
     settings = ToolsetSettings(
         key="offered-tools",
-        url="",
+        fleet=FleetSettings(("",)),
         toolset="offered",
         tools=tuple(json.dumps(schema) for schema in schemas),
         deadlines=Deadlines(1.0, 1.0),

@@ -7,6 +7,7 @@ from agent_env.training.trl.signatures import UnsupportedToolError
 __all__ = [
     "DemonstrationError",
     "DemonstrationWarning",
+    "FleetMismatchError",
     "ServerAtCapacityError",
     "ServerUnavailableError",
     "ToolCallError",
@@ -21,6 +22,10 @@ class ServerUnavailableError(ConnectionError):
 
 class ServerAtCapacityError(RuntimeError):
     """The server holds as many sessions as it may: it refused this one."""
+
+
+class FleetMismatchError(ValueError):
+    """The servers given as one fleet do not all serve the same tasks."""
 
 
 class UnknownSplitError(ValueError):

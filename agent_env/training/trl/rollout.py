@@ -18,6 +18,7 @@ from typing import Any
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
 from agent_env.training.trl._client_loop import Answer
 from agent_env.training.trl.errors import ToolCallError
+from agent_env.training.trl.fleet import Fleet
 from agent_env.training.trl.session import ServerRefusedError, SessionClient, SessionLostError
 
 TASK_OVER = "The task is over: your reply ended its last turn."
@@ -58,22 +59,14 @@ class _Episode:
 
 
 class Rollouts:
-    """The episodes one environment instance plays, one at a time, on one session it keeps open."""
+    """The episodes one environment instance plays, one at a time, on one session it keeps open: on
+    the fleet's server with the most room when it opens, and again on another after the session
+    was lost or its server stopped answering."""
 
-    def __init__(
-        self,
-        url: str,
-        deadlines: Deadlines,
-        *,
-        connect_timeout_s: float,
-        token: str | None = None,
-        label: str | None = None,
-    ) -> None:
-        self._url = url
+    def __init__(self, fleet: Fleet, deadlines: Deadlines, *, label: str | None = None) -> None:
+        self._fleet = fleet
         self._label = label
         self._deadlines = deadlines
-        self._connect_timeout_s = connect_timeout_s
-        self._token = token
         self._lock = threading.RLock()
         self._session: SessionClient | None = None
         self._episode: _Episode | None = None
@@ -133,14 +126,13 @@ class Rollouts:
         return session
 
     def _open_session(self) -> SessionClient:
-        if self._session is not None and self._session.lost:
-            self._session.close()
-            self._session = None
-        if self._session is None:
-            session = SessionClient(self._url, connect_timeout_s=self._connect_timeout_s, token=self._token)
-            session.open()
-            self._session = session
-        return self._session
+        held = self._session
+        if held is not None and (held.lost or not self._fleet.usable(held.url)):
+            held.close()
+            self._session = held = None
+        if held is None:
+            held = self._session = self._fleet.open_session()
+        return held
 
     def _playing(self, what: str) -> _Episode:
         episode = self._episode
@@ -162,6 +154,7 @@ class Rollouts:
             answer = episode.deploy.result()
         except Exception as failed:
             episode.ended = f"the episode was lost: its reset failed: {_why(failed)}"
+            self._report(failed)
             return
         if answer.error is not None:
             episode.ended = f"the episode ended: {answer.error.code}: {answer.error.message}"
@@ -191,12 +184,20 @@ class Rollouts:
             raise ToolCallError(f"the server refused the call: {refused.code}: {refused.message}") from None
         except Exception as lost:
             episode.ended = f"the episode was lost: {_why(lost)}"
+            self._report(lost)
             raise ToolCallError(episode.ended) from None
         if answer.error is not None:
             if answer.done:
                 episode.ended = f"the episode ended: {answer.error.code}: {answer.error.message}"
             raise ToolCallError(answer.error.message)
         return answer
+
+    def _report(self, error: Exception) -> None:
+        """Tell the fleet of a session lost, so that no other session is placed on its server until
+        it answers again."""
+        session = self._session
+        if isinstance(error, SessionLostError) and session is not None:
+            self._fleet.lost(session.url, str(error))
 
 
 def _task_of(row: Mapping[str, Any]) -> tuple[str, int, list[dict[str, Any]] | None]:

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from openenv import GenericEnvClient
@@ -45,6 +45,11 @@ class SessionLostError(Exception):
 _LOOP = ClientLoop("agent-env-sessions")
 """OpenEnv's client picks its mode by the loop it is called on, so the work handed to it is a
 coroutine that calls the client, not the coroutine of a call made on another thread."""
+
+
+def on_session_loop(work: Coroutine[Any, Any, _T]) -> Answer[_T]:
+    """Run `work` on the sessions' loop (a fleet reads its servers' status there, all at once)."""
+    return _LOOP.submit(work)
 
 
 class SessionClient:

@@ -32,6 +32,8 @@ class TaskAPI:
             self.env_name = str(names[0])
             status = self._get(f"/{self.env_name}/status", what=f"environment '{self.env_name}'")
             self.max_concurrent_envs = int(status["max_concurrent_envs"])
+            self.fingerprint: str | None = status.get("tasks_fingerprint")
+            """What tasks it serves (`agent_env.tasks_fingerprint`); None from an older server."""
         except BaseException:
             self._http.close()
             raise

@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 
 import agent_env
-from agent_env import AccessChange
-from agent_env.openenv import BackgroundServer, build_app
+from agent_env import AccessChange, TaskSpec
+from agent_env.openenv import BackgroundServer, build_app, build_served_app
 from agent_env.sandbox.base import KILL_MARGIN_S
-from agent_env.testing import FakeTask
+from agent_env.testing import FakeTask, fake_served
 from tst.support.harbor import HARBOR
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate, list_crates
@@ -545,3 +545,22 @@ def test_the_task_api_deploys_no_episode_of_any_hand_built_task(serve: Serve) ->
     assert [answer.status_code for answer in answers] == [200] * 9 and refused.status_code == 400
     assert [task.episodes for task in tasks] == [[], []]
     assert get(server, "/tasks/status").json()["live_episodes"] == 0
+
+
+def test_the_status_carries_a_fingerprint_of_every_task_spec_the_task_api_lists(serve: Serve) -> None:
+    harbor = serve(build_app(HARBOR))
+    renamed = serve(build_app(HARBOR, env_name="harbor-v2"))
+    other = serve(build_served_app(fake_served({"train": [plain_task()]})))
+
+    listed = {
+        split["name"]: [
+            TaskSpec.model_validate(t)
+            for t in post(harbor, "/harbor/tasks", {"split": split["name"]}).json()["tasks"]
+        ]
+        for split in get(harbor, "/harbor/splits").json()
+    }
+    fingerprint = get(harbor, "/harbor/status").json()["tasks_fingerprint"]
+
+    assert fingerprint == agent_env.tasks_fingerprint(listed)
+    assert get(renamed, "/harbor-v2/status").json()["tasks_fingerprint"] == fingerprint
+    assert get(other, "/tasks/status").json()["tasks_fingerprint"] != fingerprint

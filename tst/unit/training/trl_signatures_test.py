@@ -15,7 +15,7 @@ from pydantic import Field
 
 from agent_env.bundle import load_bundle
 from agent_env.tools import Tool
-from agent_env.training.trl import ToolsetSettings, UnsupportedToolError
+from agent_env.training.trl import FleetSettings, ToolsetSettings, UnsupportedToolError
 from agent_env.training.trl.classes import environment_class
 from agent_env.training.trl.rollout import Deadlines
 from agent_env.training.trl.signatures import tool_signature
@@ -97,7 +97,7 @@ def as_rendered(schema: Any) -> Any:
 def toolset_class(tools: list[dict[str, Any]], name: str = "crates") -> type:
     settings = ToolsetSettings(
         key="signatures-test",
-        url="http://127.0.0.1:9",
+        fleet=FleetSettings(("http://127.0.0.1:9",)),
         toolset=name,
         tools=tuple(json.dumps(tool) for tool in tools),
         deadlines=Deadlines(reset_timeout=60, tool_timeout=10),

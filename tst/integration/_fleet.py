@@ -1,0 +1,73 @@
+"""What the fleet's tests share: servers on one port of several loopback addresses, what each holds,
+a reference play as TRL plays it, and AsyncGRPO's spawned rollout process."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from agent_env.training.trl import ToolCallError
+from tst.support.harbor import reference_play
+
+STORE_TASK_ID = "store-crate-000"
+
+
+def free_port_on(hosts: Sequence[str]) -> int:
+    """A port no one listens on at any of `hosts`, as a Kubernetes Service's pods share one."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind((hosts[0], 0))
+            port = int(probe.getsockname()[1])
+        if all(_free(host, port) for host in hosts[1:]):
+            return port
+    raise AssertionError(f"no port is free on all of {', '.join(hosts)}")
+
+
+def _free(host: str, port: int) -> bool:
+    with socket.socket() as probe, contextlib.suppress(OSError):
+        probe.bind((host, port))
+        return True
+    return False
+
+
+def held(url: str, token: str | None = None) -> int:
+    """The sessions the server at `url` holds now, as its `/status` says."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    status = httpx.get(f"{url}/harbor/status", headers=headers, timeout=10).json()
+    return int(status["sessions"]["held"])
+
+
+def play_store(environment: Any) -> tuple[float | None, int]:
+    """The reference play of `store-crate-000` on the episode reset last, as TRL plays a rollout: a
+    call that fails is shown to the model as the tool's error, not raised. The reward, and how many
+    calls failed."""
+    failed = 0
+    for turn in reference_play(STORE_TASK_ID).turns:
+        for call in [*((c.tool, c.arguments) for c in turn.calls), ("end_turn", {"reply": turn.reply})]:
+            try:
+                getattr(environment, call[0])(**call[1])
+            except ToolCallError:
+                failed += 1
+    return environment.get_reward(), failed
+
+
+def play_three(factory: Any, row: dict[str, Any], urls: list[str]) -> tuple[list[int], list[float | None]]:
+    """What a process the factory was pickled into sees: three environments reset, what each server
+    then holds, and each one's reward once played."""
+    environments = [factory() for _ in range(3)]
+    for environment in environments:
+        environment.reset(**row)
+    holding = [held(url) for url in urls]
+    return holding, [play_store(environment)[0] for environment in environments]
+
+
+PLAY_THREE = (
+    "import json, pickle, sys; from tst.integration._fleet import play_three; "
+    "print(json.dumps(play_three(*pickle.load(sys.stdin.buffer))))"
+)
+"""`python -c PLAY_THREE`, from the repository's root, with `pickle.dumps((factory, row, urls))` on
+its stdin: `play_three` in a process of its own, printed as JSON."""
