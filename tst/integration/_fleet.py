@@ -1,11 +1,8 @@
-"""What the fleet's tests share: servers on one port of several loopback addresses, what each holds,
-a reference play as TRL plays it, and AsyncGRPO's spawned rollout process."""
+"""What the fleet's tests share: what each server holds, a reference play as TRL plays it, and a
+process the factory is pickled into."""
 
 from __future__ import annotations
 
-import contextlib
-import socket
-from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -14,24 +11,6 @@ from agent_env.training.trl import ToolCallError
 from tst.support.harbor import reference_play
 
 STORE_TASK_ID = "store-crate-000"
-
-
-def free_port_on(hosts: Sequence[str]) -> int:
-    """A port no one listens on at any of `hosts`, as a Kubernetes Service's pods share one."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind((hosts[0], 0))
-            port = int(probe.getsockname()[1])
-        if all(_free(host, port) for host in hosts[1:]):
-            return port
-    raise AssertionError(f"no port is free on all of {', '.join(hosts)}")
-
-
-def _free(host: str, port: int) -> bool:
-    with socket.socket() as probe, contextlib.suppress(OSError):
-        probe.bind((host, port))
-        return True
-    return False
 
 
 def held(url: str, token: str | None = None) -> int:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import pickle
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,8 @@ import pytest
 
 from agent_env.training.trl import AgentEnv, FleetMismatchError, ServerAtCapacityError, ServerUnavailableError
 from agent_env.training.trl.fleet import RETRY_S
-from tst.integration._fleet import PLAY_THREE, free_port_on, held, play_store
+from tst.integration._fleet import PLAY_THREE, held, play_store
+from tst.support.addresses import answer_names, free_port_on
 from tst.support.cli_server import agent_env_serves
 from tst.support.harbor import HARBOR
 
@@ -54,20 +54,7 @@ def trio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, list[s
 
 @pytest.fixture
 def resolver(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
-    """Names this test resolves itself (name -> addresses); any other name as the system does."""
-    names: dict[str, list[str]] = {}
-    system = socket.getaddrinfo
-
-    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
-        if host not in names:
-            return system(host, port, *args, **kwargs)
-        return [
-            (socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, int(port)))
-            for address in names[host]
-        ]
-
-    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
-    return names
+    return answer_names(monkeypatch)
 
 
 def test_a_trainers_48_sessions_spread_16_16_16_over_three_servers_and_one_killed_costs_only_its_episodes(
