@@ -110,14 +110,14 @@ bench-quick: installed
 	$(PYTHON) -m bench --quick --out $${BENCH_OUT:-bench/out/quick}
 
 lint: installed
-	$(PYTHON) -m ruff check agent_env tst examples tools bench
-	$(PYTHON) -m ruff format --check agent_env tst examples tools bench
+	$(PYTHON) -m ruff check agent_env tst examples tools bench deploy
+	$(PYTHON) -m ruff format --check agent_env tst examples tools bench deploy
 	$(PYTHON) -m mypy
-	$(PYTHON) -m mypy --strict tools bench
+	$(PYTHON) -m mypy --strict tools bench deploy/healthcheck.py
 
 format: installed
-	$(PYTHON) -m ruff format agent_env tst examples tools bench
-	$(PYTHON) -m ruff check --fix agent_env tst examples tools bench
+	$(PYTHON) -m ruff format agent_env tst examples tools bench deploy
+	$(PYTHON) -m ruff check --fix agent_env tst examples tools bench deploy
 
 # The main job: GRPOTrainer trains a tiny model, built offline, on the CPU for a few steps on the
 # example bundle served in process, and prints a table per step. `make replay` plays every task's
