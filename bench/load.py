@@ -95,24 +95,36 @@ def threaded(duration_s: float, episodes: list[Episode]) -> Load:
     return load
 
 
-def through_agentenv(url: str, sessions: int, duration_s: float) -> Load:
-    from agent_env.training.trl import AgentEnv
+def ping_episode(environment: Any, row: dict[str, object]) -> tuple[list[float], int]:
+    """One episode of the bench bundle's `ping` task through an `env.factory` instance."""
+    latencies, errors = [], 0
+    environment.reset(**row)
+    for value in range(CALLS_PER_EPISODE):
+        start = time.perf_counter()
+        answer = environment.ping(value=value)
+        latencies.append(time.perf_counter() - start)
+        errors += answer != str(value)
+    environment.end_turn(reply="done")
+    errors += environment.get_reward() != 1.0
+    return latencies, errors
 
-    def play(environment: Any, row: dict[str, object]) -> tuple[list[float], int]:
-        latencies, errors = [], 0
-        environment.reset(**row)
-        for value in range(CALLS_PER_EPISODE):
-            start = time.perf_counter()
-            answer = environment.ping(value=value)
-            latencies.append(time.perf_counter() - start)
-            errors += answer != str(value)
-        environment.end_turn(reply="done")
-        errors += environment.get_reward() != 1.0
-        return latencies, errors
+
+def through_agentenv(
+    url: str | list[str], sessions: int, duration_s: float, *, placed: Callable[[], None] | None = None
+) -> Load:
+    """`sessions` environments of `AgentEnv(url)` playing for `duration_s`; `placed`, if given, is
+    called once every one has reset, before they play."""
+    from agent_env.training.trl import AgentEnv
 
     with AgentEnv(url) as env:
         made = [rollout(env, 0) for _ in range(sessions)]
-        return threaded(duration_s, [functools.partial(play, environment, row) for environment, row in made])
+        if placed is not None:
+            for environment, row in made:
+                environment.reset(**row)
+            placed()
+        return threaded(
+            duration_s, [functools.partial(ping_episode, environment, row) for environment, row in made]
+        )
 
 
 def bare_threads(url: str, sessions: int, duration_s: float) -> Load:
