@@ -31,6 +31,7 @@ from agent_env.training.trl import AgentEnv  # noqa: E402
 from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E402
 from tst.support.cli_server import agent_env_serves  # noqa: E402
 from tst.support.harbor import HARBOR, SINGLE_TURN_TASK  # noqa: E402
+from tst.trl._generated import followed_by  # noqa: E402
 
 ROWS = 24
 GENERATIONS = 2
@@ -57,11 +58,7 @@ class StandInGenerate:
             self.armed = False
             self.kill()
         completions = [self._completion(text.count("<tool_response>")) for text in texts]
-        encoded = [self.tokenizer(text, add_special_tokens=False)["input_ids"] for text in completions]
-        width = max(len(ids) for ids in encoded)
-        pad = self.tokenizer.pad_token_id
-        padded = torch.tensor([ids + [pad] * (width - len(ids)) for ids in encoded], dtype=input_ids.dtype)
-        return torch.cat([input_ids, padded], dim=-1)
+        return followed_by(self.tokenizer, input_ids, completions)
 
     @staticmethod
     def _completion(responses: int) -> str:

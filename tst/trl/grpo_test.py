@@ -31,6 +31,7 @@ from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E
 from tst.support.frames import RecordFrames  # noqa: E402
 from tst.support.tools import add_crate, list_crates  # noqa: E402
 from tst.support.waiting import until  # noqa: E402
+from tst.trl._generated import followed_by  # noqa: E402
 
 STORE = {"name": "add_crate", "arguments": {"crate": "C1", "bay": 2}}
 END = {"name": "end_turn", "arguments": {"reply": "Stored."}}
@@ -56,11 +57,7 @@ class StandInGenerate:
         self.calls += 1
         texts = self.tokenizer.batch_decode(input_ids)
         completions = [self._completion(row, text, first_call) for row, text in enumerate(texts)]
-        encoded = [self.tokenizer(text, add_special_tokens=False)["input_ids"] for text in completions]
-        width = max(len(ids) for ids in encoded)
-        pad = self.tokenizer.pad_token_id
-        padded = torch.tensor([ids + [pad] * (width - len(ids)) for ids in encoded], dtype=input_ids.dtype)
-        return torch.cat([input_ids, padded], dim=-1)
+        return followed_by(self.tokenizer, input_ids, completions)
 
     @staticmethod
     def _completion(row: int, text: str, first_call: bool) -> str:
