@@ -230,11 +230,6 @@ class Fleet:
                 server.left_out, server.read_at = f"lost a session: {why}", float("-inf")
             self._lost_since_resolved = True
 
-    def status(self) -> dict[str, str | None]:
-        """Each server's URL, and why it takes no sessions (None when it does); for messages and tests."""
-        with self._lock:
-            return {url: server.left_out for url, server in self._servers.items()}
-
     def _open(self, url: str) -> SessionClient:
         session = SessionClient(
             url, connect_timeout_s=self._connect_timeout_s, token=self.settings.token_for(url)
