@@ -13,7 +13,6 @@ is killed after it (setsid or not), and everything is when the shell is.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import shutil
@@ -23,6 +22,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from agent_env._processes import exit_watch, kill_group, kill_session, ready
 from agent_env._threads import run_sync
 from agent_env.sandbox.base import CommandResult
 from agent_env.sandbox.bubblewrap import bubblewrap_for, confined
@@ -30,7 +30,6 @@ from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot
 
 _READ_CHUNK = 64 * 1024
 _OUTPUT_GRACE_S = 1.0
-_SESSION_PASSES = 5
 FOLDER_PREFIX = "agent-env-sandbox-"
 
 
@@ -72,7 +71,7 @@ class _LocalShell:
         self._stdin, self._stdout = process.stdin.fileno(), process.stdout.fileno()
         os.set_blocking(self._stdin, False)
         os.set_blocking(self._stdout, False)
-        self._exit = _exit_watch(process.pid)
+        self._exit = exit_watch(process.pid)
         self.shell = Shell(self._write, self._read, self._interrupt)
 
     @classmethod
@@ -96,7 +95,7 @@ class _LocalShell:
             try:
                 view = view[os.write(self._stdin, view) :]
             except BlockingIOError:
-                await _ready(self._stdin, writing=True)
+                await ready(self._stdin, writing=True)
 
     async def _read(self) -> bytes:
         """The shell's next output; b"" once it ended, or once the shell itself exited (a command that
@@ -107,7 +106,7 @@ class _LocalShell:
             except BlockingIOError:
                 if self.process.poll() is not None:
                     return b""
-                await _ready(self._stdout, writing=False, or_exit=self._exit)
+                await ready(self._stdout, writing=False, or_exit=self._exit)
 
     async def _interrupt(self) -> None:
         """Tell the shell to stop the command it runs: SIGUSR1 to the shell's process, which is
@@ -124,10 +123,10 @@ class _LocalShell:
         """
         started = self.shell.started
         if started is not None and not self.confined:
-            _kill_group(started.pid)
-        _kill_group(self.process.pid)
+            kill_group(started.pid)
+        kill_group(self.process.pid)
         if not self.confined:
-            _kill_session(self.process.pid)
+            kill_session(self.process.pid)
 
     async def end(self) -> None:
         """`kill_now`, reap the shell (killed, it exits at once) and close the host's ends of its pipes;
@@ -143,36 +142,6 @@ class _LocalShell:
             with contextlib.suppress(OSError):
                 os.close(self._exit)
             self._exit = None
-
-
-async def _ready(fd: int, *, writing: bool, or_exit: int | None = None) -> None:
-    """Return once the pipe `fd` can be written (or read) without blocking, or the process whose
-    pidfd is `or_exit` exited."""
-    loop = asyncio.get_running_loop()
-    ready: asyncio.Future[None] = loop.create_future()
-
-    def mark() -> None:
-        if not ready.done():
-            ready.set_result(None)
-
-    (loop.add_writer if writing else loop.add_reader)(fd, mark)
-    if or_exit is not None:
-        loop.add_reader(or_exit, mark)
-    try:
-        await ready
-    finally:
-        (loop.remove_writer if writing else loop.remove_reader)(fd)
-        if or_exit is not None:
-            loop.remove_reader(or_exit)
-
-
-def _exit_watch(pid: int) -> int | None:
-    """A pidfd of `pid`, readable once it exits (Linux 5.3 and later; elsewhere None: a shell killed
-    by its command is then noticed at the command's deadline)."""
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None
 
 
 class LocalSandboxProvider:
@@ -211,33 +180,6 @@ def _only_child(pid: int) -> int:
     if len(children) != 1:
         raise ProcessLookupError(f"process {pid} has {len(children)} children, not one")
     return int(children[0])
-
-
-def _kill_group(group: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(group, signal.SIGKILL)
-
-
-def _kill_session(session: int) -> None:
-    """Kill every process of `session` (Linux's /proc names each one's), a few passes over it, so a
-    process that forked while a pass ran is caught by the next."""
-    proc = Path("/proc")
-    for _ in range(_SESSION_PASSES):
-        found = False
-        with contextlib.suppress(OSError):
-            for entry in proc.iterdir():
-                if not entry.name.isdigit():
-                    continue
-                try:
-                    fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                except (OSError, IndexError):
-                    continue
-                if int(fields[3]) == session:
-                    found = True
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.kill(int(entry.name), signal.SIGKILL)
-        if not found:
-            return
 
 
 def _environment(root: Path) -> dict[str, str]:
