@@ -38,6 +38,7 @@ if _typing.TYPE_CHECKING:
         TornDown,
         TurnEnded,
     )
+    from agent_env.mcp import McpEnv, McpEnvSpec, McpServerConfig, McpTool, McpToolError
     from agent_env.recording import Redaction, TrajectoryRecorder, read_trajectories
     from agent_env.replay import PlayResult, load_solutions, play
     from agent_env.sandbox import (
@@ -76,6 +77,7 @@ if _typing.TYPE_CHECKING:
         VerifierRecord,
         trajectory_of,
     )
+    from agent_env.users import SimulatedUser, UserContext
     from agent_env.verifiers import VerifierContext
 else:
     _lazy_exports(
@@ -105,6 +107,7 @@ else:
                 "TornDown",
                 "TurnEnded",
             ],
+            "agent_env.mcp": ["McpEnv", "McpEnvSpec", "McpServerConfig", "McpTool", "McpToolError"],
             "agent_env.recording": ["Redaction", "TrajectoryRecorder", "read_trajectories"],
             "agent_env.replay": ["PlayResult", "load_solutions", "play"],
             "agent_env.sandbox": [
@@ -143,6 +146,7 @@ else:
                 "VerifierRecord",
                 "trajectory_of",
             ],
+            "agent_env.users": ["SimulatedUser", "UserContext"],
             "agent_env.verifiers": ["VerifierContext"],
         },
     )
@@ -167,6 +171,11 @@ __all__ = [
     "Failed",
     "Listener",
     "LocalSandboxProvider",
+    "McpEnv",
+    "McpEnvSpec",
+    "McpServerConfig",
+    "McpTool",
+    "McpToolError",
     "Outcome",
     "OutcomeRecord",
     "PlayResult",
@@ -182,6 +191,7 @@ __all__ = [
     "ScriptedTurn",
     "Served",
     "ServedTask",
+    "SimulatedUser",
     "SolutionSpec",
     "Task",
     "TaskRef",
@@ -200,6 +210,7 @@ __all__ = [
     "TurnEnd",
     "TurnEnded",
     "TurnRecord",
+    "UserContext",
     "VerifierContext",
     "VerifierRecord",
     "VerifierSummary",

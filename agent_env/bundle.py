@@ -1,8 +1,10 @@
 """Bundles: folders of envs, played agents and tasks that run without any registry.
 
-    bundle.toml          name, [agents.NAME] (envs, role, bash, system_prompt), [sandbox]
+    bundle.toml          name, [agents.NAME] (envs, role, bash, system_prompt), [mcp.NAME], [sandbox]
     envs/NAME.py         one Env subclass per module; the module's name is the env's name
+    envs/NAME.toml       an MCP server as env NAME (or [mcp.NAME] in bundle.toml): command or url
     verifiers.py         optional: the bundle's own verifier functions
+    users.py             optional: the bundle's simulated users (a task's `user`)
     tasks/SPLIT.jsonl    one task per line (or tasks/SPLIT.json: a list of tasks)
     solutions/SPLIT.jsonl  optional: a reference play (a `Script`) per line, of a task of SPLIT
     files/...            optional: files tasks copy into their sandboxes
@@ -23,7 +25,7 @@ import re
 import sys
 import tomllib
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -32,14 +34,18 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_env.env import Env, EnvSpec
-from agent_env.errors import BundleError, EnvDefinitionError, Problem, validation_problems
+from agent_env.errors import BundleError, EnvDefinitionError, EpisodeError, Problem, validation_problems
+from agent_env.mcp.config import McpServerConfig, resolve_placeholders
+from agent_env.mcp.spec import McpEnvSpec
 from agent_env.sandbox.registry import PROVIDERS
 from agent_env.specs import AccessChange, Script
 from agent_env.task import Agent, AgentConfig, BundleConfig, FileSource, Task, TaskEntry
-from agent_env.toolset import Toolset
+from agent_env.toolset import AnyEnvSpec, Toolset
+from agent_env.users.spec import USER_KINDS, SimulatedUser, UserFunction, UserModel
 from agent_env.verifiers import VERIFIER_TYPES, FunctionCheck, ItemsCheck, Verifier, VerifierFunction
 
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _TASK_SUFFIXES = (".jsonl", ".json")
 MAX_FILE_BYTES = 256 * 2**20
 """The largest task file or sandbox source a bundle may hold: a bigger one is refused unread."""
@@ -53,7 +59,7 @@ class Bundle:
     name: str
     path: Path
     config: BundleConfig
-    envs: Mapping[str, EnvSpec]
+    envs: Mapping[str, AnyEnvSpec]
     agents: Mapping[str, Agent]
     splits: Mapping[str, tuple[Task, ...]]
     solutions: Mapping[str, Mapping[str, Script]] = field(default_factory=dict)
@@ -98,10 +104,18 @@ class _Loader:
         config = self._config()
         package = f"_agent_env_bundle_{hashlib.sha1(str(self.root).encode()).hexdigest()[:8]}"
         package += f"_{next(_module_counter)}"
-        envs = self._envs(package)
-        functions = self._functions(package)
+        envs: dict[str, AnyEnvSpec] = dict(self._envs(package))
+        envs.update(self._mcp_envs(config, envs))
+        if config is not None and not config.mcp and not (self.root / "envs").is_dir():
+            self.problem(
+                "envs/",
+                "missing; put one Python module per env in envs/ (envs/dock.py, ...), or declare an MCP "
+                "server as an env ([mcp.NAME] in bundle.toml)",
+            )
+        functions = self._functions(package, "verifiers.py")
+        users = self._functions(package, "users.py")
         agents = self._agents(config, envs) if config else {}
-        splits = self._splits(config, envs, agents, functions) if config else {}
+        splits = self._splits(config, envs, agents, functions, users) if config else {}
         solutions = self._solutions(splits)
         if self.problems or config is None:
             raise self.fail()
@@ -116,6 +130,11 @@ class _Loader:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             self.problem("bundle.toml", f"malformed TOML: {exc}")
             return None
+        if isinstance(raw.get("mcp"), dict):
+            raw["mcp"] = {
+                name: self._resolved(f"bundle.toml: mcp.{name}", table) if isinstance(table, dict) else table
+                for name, table in raw["mcp"].items()
+            }
         try:
             config = BundleConfig.model_validate(raw)
         except ValidationError as exc:
@@ -136,7 +155,6 @@ class _Loader:
         folder = self.root / "envs"
         envs: dict[str, EnvSpec] = {}
         if not folder.is_dir():
-            self.problem("envs/", "missing; put one Python module per env in envs/ (envs/dock.py, ...)")
             return envs
         for file in sorted(folder.glob("*.py")):
             if file.name.startswith("_"):
@@ -165,11 +183,59 @@ class _Loader:
                         self.problem(f"{where}{line}", f"tool '{error.tool}': {reason}")
         return envs
 
-    def _functions(self, package: str) -> dict[str, VerifierFunction]:
-        file = self.root / "verifiers.py"
+    def _resolved(self, where: str, table: dict[str, Any]) -> dict[str, Any]:
+        """A server's table with its placeholders resolved; each one that cannot be is a problem."""
+        resolved, problems = resolve_placeholders(table, self.root)
+        for problem in problems:
+            self.problem(where, problem)
+        return resolved
+
+    def _mcp_envs(self, config: BundleConfig | None, envs: Mapping[str, AnyEnvSpec]) -> dict[str, McpEnvSpec]:
+        """The MCP servers of `[mcp.NAME]` and of `envs/NAME.toml`, as envs."""
+        servers: dict[str, tuple[str, McpServerConfig]] = {}
+        for name, server in (config.mcp if config else {}).items():
+            servers[name] = (f"bundle.toml: mcp.{name}", server)
+        folder = self.root / "envs"
+        for file in sorted(folder.glob("*.toml")) if folder.is_dir() else []:
+            where = f"envs/{file.name}"
+            name = file.stem
+            if name in servers:
+                self.problem(where, f"env '{name}' is also [mcp.{name}] in bundle.toml; keep one of the two")
+                continue
+            if not self._inside(file, where):
+                continue
+            try:
+                raw = tomllib.loads(file.read_text(encoding="utf-8"))
+                server = McpServerConfig.model_validate(self._resolved(where, raw))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                self.problem(where, f"malformed TOML: {exc}")
+                continue
+            except ValidationError as exc:
+                for message in validation_problems(exc, noun="field"):
+                    self.problem(where, message)
+                continue
+            servers[name] = (where, server)
+        if servers and importlib.util.find_spec("mcp") is None:
+            self.problem(
+                next(iter(servers.values()))[0],
+                "MCP envs need the mcp extra, not installed here: pip install 'agentenv-framework[mcp]'",
+            )
+        found: dict[str, McpEnvSpec] = {}
+        for name, (where, server) in servers.items():
+            if not _ENV_NAME.match(name):
+                self.problem(where, f"env name '{name}' must match {_ENV_NAME.pattern}; rename it")
+            elif name in envs or (folder / f"{name}.py").exists():
+                self.problem(where, f"env '{name}' is also envs/{name}.py; an env is a module or a server")
+            else:
+                found[name] = McpEnvSpec(name, server, self.root)
+        return found
+
+    def _functions(self, package: str, filename: str) -> dict[str, VerifierFunction]:
+        """The public functions of a module of the bundle's (verifiers.py, users.py), by name."""
+        file = self.root / filename
         if not file.exists():
             return {}
-        module = self._import(file, f"{package}.verifiers", "verifiers.py")
+        module = self._import(file, f"{package}.{file.stem}", filename)
         if module is None:
             return {}
         return {
@@ -199,7 +265,7 @@ class _Loader:
 
     # agents
 
-    def _agents(self, config: BundleConfig, envs: Mapping[str, EnvSpec]) -> dict[str, Agent]:
+    def _agents(self, config: BundleConfig, envs: Mapping[str, AnyEnvSpec]) -> dict[str, Agent]:
         agents: dict[str, Agent] = {}
         for name, agent in config.agents.items():
             where = f"bundle.toml: agents.{name}"
@@ -207,8 +273,10 @@ class _Loader:
             for env in agent.envs:
                 if env not in envs:
                     ok = False
-                    if (self.root / "envs" / f"{env}.py").exists():
-                        continue  # its module failed to load; that problem is already reported
+                    if any((self.root / "envs" / f"{env}{suffix}").exists() for suffix in (".py", ".toml")):
+                        continue  # its module or server failed to load; that problem is already reported
+                    if config.mcp.get(env) is not None:
+                        continue
                     self.problem(where, f"names env '{env}', which is not defined{_hint(env, envs)}")
             if ok:
                 ok = self._no_tool_clashes(where, agent, envs)
@@ -216,10 +284,11 @@ class _Loader:
                 agents[name] = Agent(name, agent.envs, agent.role, agent.bash, agent.system_prompt)
         return agents
 
-    def _no_tool_clashes(self, where: str, agent: AgentConfig, envs: Mapping[str, EnvSpec]) -> bool:
+    def _no_tool_clashes(self, where: str, agent: AgentConfig, envs: Mapping[str, AnyEnvSpec]) -> bool:
+        """Whether the agent's envs' tools have distinct names (an MCP env's are checked once listed)."""
         owner: dict[str, str] = {}
         for env in agent.envs:
-            for tool in envs[env].tools:
+            for tool in envs[env].tools or ():
                 if tool.name in owner:
                     self.problem(
                         where,
@@ -235,9 +304,10 @@ class _Loader:
     def _splits(
         self,
         config: BundleConfig,
-        envs: Mapping[str, EnvSpec],
+        envs: Mapping[str, AnyEnvSpec],
         agents: Mapping[str, Agent],
         functions: Mapping[str, VerifierFunction],
+        users: Mapping[str, Callable[..., Any]],
     ) -> dict[str, tuple[Task, ...]]:
         folder = self.root / "tasks"
         files = sorted(f for f in folder.glob("*") if f.suffix in _TASK_SUFFIXES) if folder.is_dir() else []
@@ -247,7 +317,14 @@ class _Loader:
             )
             return {}
         roles = {a.role for a in config.agents.values()} | {
-            role for env in envs.values() for t in env.tools for role in (t.roles or ())
+            role for env in envs.values() for t in env.tools or () for role in (t.roles or ())
+        }
+        roles |= {
+            role
+            for env in envs.values()
+            if isinstance(env, McpEnvSpec)
+            for r in env.server.roles.values()
+            for role in r
         }
         seen_ids: dict[str, str] = {}
         splits: dict[str, tuple[Task, ...]] = {}
@@ -267,7 +344,9 @@ class _Loader:
             for line, raw in self._entries(file, where):
                 entries += 1
                 place = f"{where}:{line}" if line else where
-                task = self._task(place, raw, split, len(tasks), config, envs, agents, functions, roles)
+                task = self._task(
+                    place, raw, split, len(tasks), config, envs, agents, functions, users, roles
+                )
                 if task is None:
                     continue
                 if task.id in seen_ids:
@@ -315,9 +394,10 @@ class _Loader:
         split: str,
         index: int,
         config: BundleConfig,
-        envs: Mapping[str, EnvSpec],
+        envs: Mapping[str, AnyEnvSpec],
         agents: Mapping[str, Agent],
         functions: Mapping[str, VerifierFunction],
+        users: Mapping[str, Callable[..., Any]],
         roles: set[str],
     ) -> Task | None:
         try:
@@ -326,7 +406,7 @@ class _Loader:
             label = (
                 f" (task '{raw['id']}')" if isinstance(raw, dict) and isinstance(raw.get("id"), str) else ""
             )
-            for message in validation_problems(exc, noun="field", tags=VERIFIER_TYPES):
+            for message in validation_problems(exc, noun="field", tags=(*VERIFIER_TYPES, *USER_KINDS)):
                 self.problem(f"{place}{label}", message)
             return None
         place = f"{place} (task '{entry.id}')"
@@ -345,9 +425,16 @@ class _Loader:
                     f"seed names env '{env}', which agent '{agent.name}' does not use"
                     + _hint(env, agent.envs),
                 )
+            elif isinstance(server := envs.get(env), McpEnvSpec) and server.server.url is not None:
+                self.problem(
+                    place,
+                    f"seed names env '{env}', an MCP server every episode shares (a url): it takes no "
+                    "task's seed; seed a stdio server (given AGENT_ENV_SEED), or keep its data on the server",
+                )
         self._check_access(place, entry.modify_env_tool_access, agent, envs, roles)
         verifiers = self._verifiers(place, entry, agent, envs, functions)
         files = self._files(place, entry.files)
+        user = self._user(place, entry, users)
         if len(self.problems) > before:
             return None
         toolset = Toolset(
@@ -368,6 +455,7 @@ class _Loader:
             seed=entry.seed,
             files=files,
             sandbox_settings=config.sandbox,
+            user=user,
         )
 
     # solutions/
@@ -423,10 +511,15 @@ class _Loader:
                 f"a solution names a task of tasks/{split}.jsonl by its id",
             )
             return None
-        if len(script.turns) != len(task.turns):
+        if not len(task.turns) <= len(script.turns) <= task.max_turns:
+            has = (
+                f"has {_turns(len(task.turns))}"
+                if task.user is None
+                else f"fixes {_turns(len(task.turns))} and lets its user add up to {task.max_turns} in all"
+            )
             self.problem(
                 f"{place} (task '{script.id}')",
-                f"the solution plays {_turns(len(script.turns))} and the task has {_turns(len(task.turns))}: "
+                f"the solution plays {_turns(len(script.turns))} and the task {has}: "
                 'write one {"calls": [...], "reply": ...} per turn of the task',
             )
             return None
@@ -437,7 +530,7 @@ class _Loader:
         place: str,
         changes: Iterable[AccessChange],
         agent: Agent,
-        envs: Mapping[str, EnvSpec],
+        envs: Mapping[str, AnyEnvSpec],
         roles: set[str],
     ) -> None:
         for n, change in enumerate(changes):
@@ -453,10 +546,10 @@ class _Loader:
                     + _hint(change.env, agent.envs),
                 )
                 continue
-            if change.tools == "*":
-                continue
             scope = [change.env] if change.env else list(agent.envs)
-            known = {t.name for e in scope for t in envs[e].tools}
+            if change.tools == "*" or any(envs[e].tools is None for e in scope):
+                continue  # an MCP env's tools are known once listed: the deploy checks these names
+            known = {t.name for e in scope for t in envs[e].tools or ()}
             for name in change.tools:
                 if name not in known:
                     self.problem(
@@ -468,7 +561,7 @@ class _Loader:
         place: str,
         entry: TaskEntry,
         agent: Agent,
-        envs: Mapping[str, EnvSpec],
+        envs: Mapping[str, AnyEnvSpec],
         functions: Mapping[str, VerifierFunction],
     ) -> tuple[Verifier, ...]:
         verifiers = []
@@ -481,10 +574,8 @@ class _Loader:
                         f"verifier 'items' names env '{spec.env}'{_hint(spec.env, agent.envs)} "
                         f"(agent '{agent.name}' uses: {', '.join(agent.envs) or 'no envs'})",
                     )
-                elif not envs[spec.env].has_items:
-                    self.problem(
-                        where, f"env '{spec.env}' does not define items(), which the items verifier reads"
-                    )
+                else:
+                    self._items_source(where, spec, envs[spec.env])
             if isinstance(spec, FunctionCheck):
                 function = functions.get(spec.function)
                 if function is None:
@@ -497,6 +588,73 @@ class _Loader:
             else:
                 verifiers.append(Verifier(spec))
         return tuple(verifiers)
+
+    def _items_source(self, where: str, check: ItemsCheck, env: AnyEnvSpec) -> None:
+        """An items verifier reads `items()`, or a tool of the env's with arguments it takes."""
+        if check.tool is None:
+            if isinstance(env, McpEnvSpec):
+                self.problem(
+                    where,
+                    f"env '{env.name}' is an MCP server: name the tool that returns its items "
+                    '("tool": ..., "arguments": {...})',
+                )
+            elif not env.has_items:
+                self.problem(
+                    where, f"env '{env.name}' does not define items(), which the items verifier reads"
+                )
+            return
+        if isinstance(env, McpEnvSpec):
+            return  # its tools are its server's to list: the verifier checks the name when it runs
+        tool = env.tool(check.tool)
+        if tool is None:
+            self.problem(
+                where,
+                f"env '{env.name}' has no tool '{check.tool}'"
+                + _hint(check.tool, [t.name for t in env.tools]),
+            )
+            return
+        try:
+            tool.validate(check.arguments)
+        except EpisodeError as exc:
+            self.problem(where, f"the items verifier's arguments: {exc.message}")
+
+    def _user(
+        self, place: str, entry: TaskEntry, users: Mapping[str, Callable[..., Any]]
+    ) -> SimulatedUser | None:
+        """The task's simulated user, checked: its function and arguments, or its model's client."""
+        spec = entry.user
+        if spec is None:
+            return None
+        where = f"{place}: user"
+        if spec.max_turns < len(entry.turns):
+            self.problem(
+                where,
+                f"max_turns is {spec.max_turns}, but the task fixes {_turns(len(entry.turns))}: "
+                "raise max_turns",
+            )
+        if isinstance(spec, UserModel):
+            if importlib.util.find_spec("openai") is None:
+                self.problem(
+                    where,
+                    "a user played by a chat model needs the users extra, not installed here: "
+                    "pip install 'agentenv-framework[users]'",
+                )
+            return SimulatedUser(spec)
+        assert isinstance(spec, UserFunction)
+        function = users.get(spec.function)
+        if function is None:
+            self.problem(
+                where,
+                f"user function '{spec.function}' is not defined in users.py{_hint(spec.function, users)}",
+            )
+            return None
+        try:
+            inspect.signature(function).bind(None, **spec.args)
+        except TypeError as exc:
+            self.problem(where, f"user function '{spec.function}' cannot take args {spec.args}: {exc}")
+        except ValueError:
+            pass  # no signature to read (a builtin): its call says what is wrong
+        return SimulatedUser(spec, function)
 
     def _files(self, place: str, files: Mapping[str, str | FileSource]) -> dict[str, bytes]:
         out: dict[str, bytes] = {}

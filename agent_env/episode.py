@@ -16,11 +16,11 @@ import logging
 import time
 from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agent_env._threads import call_maybe_async, run_in_own_thread
 from agent_env.env import Env, EnvSpec
-from agent_env.errors import EpisodeError, ErrorCode
+from agent_env.errors import ENDING_CODES, EpisodeError, ErrorCode
 from agent_env.events import (
     Deployed,
     EpisodeEvent,
@@ -33,15 +33,21 @@ from agent_env.events import (
     TornDown,
     TurnEnded,
 )
-from agent_env.sandbox.base import Sandbox, SandboxProvider
+from agent_env.mcp.spec import McpEnvSpec
+from agent_env.sandbox.base import OnHost, Sandbox, SandboxProvider
 from agent_env.sandbox.registry import sandbox_provider
 from agent_env.task import Task
-from agent_env.tools import Tool
-from agent_env.verifiers import VerifierContext, aggregate
+from agent_env.toolset import AnyTool, Toolset
+from agent_env.users.spec import UserContext
+from agent_env.verifiers import EnvInstance, VerifierContext, aggregate
+
+if TYPE_CHECKING:
+    from agent_env.mcp.env import McpEnv
 
 log = logging.getLogger("agent_env.episode")
 
 _T = TypeVar("_T")
+_C = TypeVar("_C", bound=VerifierContext)
 
 RELEASE_TIMEOUT_S = 30.0
 """How long a teardown waits for each step of it (a deploy still running, each env's close, the
@@ -108,9 +114,12 @@ class Episode:
         self._provider = sandbox_provider(
             provider if provider is not None else task.sandbox_settings.provider, task.sandbox_settings
         )
-        self._tools: dict[str, tuple[str, Tool]] = {t.name: (e.name, t) for e, t in task.toolset.env_tools}
-        self._tool_timeouts = task.tool_timeouts
-        self._envs: dict[str, Env] = {}
+        self.toolset: Toolset = task.toolset
+        """The task's toolset; once deployed, with the tools its MCP envs' servers listed."""
+        self._tools: dict[str, tuple[str, AnyTool]] = {}
+        self._tool_timeouts: dict[str, float] = {}
+        self._know_tools()
+        self._envs: dict[str, EnvInstance] = {}
         self._sandbox: Sandbox | None = None
         self._env_making: asyncio.Future[None] | None = None
         self._sandbox_creation: asyncio.Future[Sandbox] | None = None
@@ -119,7 +128,8 @@ class Episode:
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        return self.task.toolset.tools
+        """The JSON Schemas of the tools the played agent sees (an MCP env's once deployed)."""
+        return self.toolset.tools
 
     @property
     def tool_timeouts(self) -> dict[str, float]:
@@ -129,6 +139,20 @@ class Episode:
     def tool_timeout(self, name: str) -> float | None:
         """The tool's own deadline in seconds, if it declares one."""
         return self._tool_timeouts.get(name)
+
+    def tool_timeout_source(self, name: str) -> str:
+        """Where a tool's own deadline comes from, and how to give it longer: what an error of a call
+        cut off at it says."""
+        if name == "bash" and self.toolset.bash:
+            return "bash's own: [sandbox] command_timeout_s plus KILL_MARGIN_S, for the sandbox to answer"
+        env_name = self._tools[name][0] if name in self._tools else ""
+        if isinstance(self.toolset_env(env_name), McpEnvSpec):
+            return f"MCP server '{env_name}''s: raise [mcp.{env_name}] call_timeout_s to give it longer"
+        return "the tool's own: raise its @tool(timeout_s=...) to give it longer"
+
+    def toolset_env(self, name: str) -> EnvSpec | McpEnvSpec | None:
+        """The toolset's env called `name`, or None."""
+        return next((env for env in self.toolset.envs if env.name == name), None)
 
     @property
     def sandbox(self) -> Sandbox | None:
@@ -164,17 +188,21 @@ class Episode:
             )
         self.state = EpisodeState.DEPLOYING
         self.started_at, started = time.time(), time.monotonic()
+        envs = self.task.toolset.envs
         try:
-            for env in self.task.toolset.envs:
-                # Shielded and tracked, as the sandbox's creation is: a teardown that comes meanwhile
-                # waits for the instance, so it can close it rather than miss it.
-                self._env_making = asyncio.ensure_future(self._make_env(env))
-                await asyncio.shield(self._env_making)
-                self._check_alive()
+            for env in envs:
+                if isinstance(env, EnvSpec):
+                    await self._making(self._make_env(env))
             if self.task.needs_sandbox:
                 self._sandbox_creation = asyncio.ensure_future(self._provider.create(self.task.files))
                 self._sandbox = await asyncio.shield(self._sandbox_creation)
                 self._check_alive()
+            # MCP servers start last: a stdio one works in the sandbox's folder.
+            servers = [env for env in envs if isinstance(env, McpEnvSpec)]
+            for server in servers:
+                await self._making(self._start_server(server))
+            if servers:
+                self._list_tools(servers)
         except EpisodeError as exc:
             raise self._failed(exc) from None
         except Exception as exc:
@@ -200,6 +228,8 @@ class Episode:
                         turn=turn, tool=name, error_code=refused.code, error=refused.message, seconds=seconds
                     )
                 )
+                if refused.code in ENDING_CODES:  # an MCP env's server gone, or past its call deadline
+                    raise self._failed(refused) from None
                 raise
             self._emit(ToolAnswered(turn=turn, tool=name, result=result, seconds=time.monotonic() - started))
             return result
@@ -209,16 +239,14 @@ class Episode:
         async with self._calls:
             self.require_open_turn()
             self.replies.append(reply)
-            if self.turn < len(self.task.turns):
+            prompt = await self._next_prompt()
+            if prompt is not None:
                 ended, self.turn = self.turn, self.turn + 1
-                prompt = self.task.turns[self.turn - 1]
                 self._emit(TurnEnded(turn=ended, reply=reply, prompt=prompt))
                 return TurnEnd(done=False, turn=self.turn, prompt=prompt)
             self._emit(TurnEnded(turn=self.turn, reply=reply))
             self.state = EpisodeState.VERIFYING
-            context = VerifierContext(
-                self.task, dict(self._envs), tuple(self.replies), self._sandbox, tuple(self.events)
-            )
+            context = self._context(VerifierContext)
             try:
                 scores = [await verifier.score(context) for verifier in self.task.verifiers]
             except EpisodeError as exc:
@@ -233,6 +261,23 @@ class Episode:
             self._ended(Outcome("scored", score=score))
             self._emit(Scored(score=score, verifier_scores=tuple(scores)))
             return TurnEnd(done=True, turn=self.turn, score=score, verifier_scores=tuple(scores))
+
+    async def _next_prompt(self) -> str | None:
+        """The next turn's message: the task's next fixed turn, else its simulated user's (within
+        `max_turns`); None when the task is over."""
+        if self.turn < len(self.task.turns):
+            return self.task.turns[self.turn]
+        user = self.task.user
+        if user is None or self.turn >= user.max_turns:
+            return None
+        try:
+            return await user.next_message(self._context(UserContext))
+        except EpisodeError as exc:
+            raise self._failed(exc) from None
+
+    def _context(self, kind: type[_C]) -> _C:
+        """What a verifier or a simulated user sees of the episode now."""
+        return kind(self.task, dict(self._envs), tuple(self.replies), self._sandbox, tuple(self.events))
 
     def fail(self, error: EpisodeError) -> EpisodeError:
         """End the episode with `error` (a missed deadline, a client gone); teardown is still the
@@ -308,6 +353,33 @@ class Episode:
             RELEASE_TIMEOUT_S,
         )
 
+    async def _making(self, making: Awaitable[None]) -> None:
+        """Make one env, shielded and tracked as the sandbox's creation is: a teardown that comes
+        meanwhile waits for the instance, so it can close it rather than miss it."""
+        self._env_making = asyncio.ensure_future(making)
+        await asyncio.shield(self._env_making)
+        self._check_alive()
+
+    async def _start_server(self, env: McpEnvSpec) -> None:
+        folder = self._sandbox.root if isinstance(self._sandbox, OnHost) else None
+        self._envs[env.name] = await env.start(folder=folder, seed=self.task.seed.get(env.name))
+
+    def _list_tools(self, servers: list[McpEnvSpec]) -> None:
+        """Take the tools the MCP envs' servers listed into the episode's toolset."""
+        listed: dict[str, McpEnv] = {env.name: self._envs[env.name] for env in servers}  # type: ignore[misc]
+        try:
+            self.toolset = self.task.toolset.with_listed({name: env.tools for name, env in listed.items()})
+        except ValueError as exc:
+            raise EpisodeError(
+                ErrorCode.DEPLOY_FAILED, f"task '{self.task.id}' cannot offer its MCP envs' tools: {exc}"
+            ) from None
+        self._know_tools()
+
+    def _know_tools(self) -> None:
+        """Index the toolset's tools and their own deadlines (those an MCP env lists, once it did)."""
+        self._tools = {tool.name: (env.name, tool) for env, tool in self.toolset.env_tools}
+        self._tool_timeouts = self.toolset.tool_timeouts(self.task.sandbox_settings.command_timeout_s)
+
     async def _make_env(self, env: EnvSpec) -> None:
         # A class with no __init__ of its own cannot block in making one: no thread for that.
         instance = env.cls() if env.cls.__init__ is object.__init__ else await call_maybe_async(env.cls)
@@ -317,7 +389,7 @@ class Episode:
         await call_maybe_async(instance.setup, self.task.seed.get(env.name, {}))
 
     async def _run_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
-        if name == "bash" and self.task.toolset.bash:
+        if name == "bash" and self.toolset.bash:
             return await self._bash(arguments)
         found = self._tools.get(name)
         if found is None:
@@ -370,10 +442,10 @@ class Episode:
 
     def _unknown_tool(self, name: str) -> EpisodeError:
         available = ", ".join(t["function"]["name"] for t in self.tools)
-        if any(env.tool(name) for env in self.task.toolset.envs):
+        if any(env.tool(name) for env in self.toolset.envs):
             return EpisodeError(
                 ErrorCode.TOOL_NOT_ALLOWED,
-                f"tool '{name}' is not available to role '{self.task.toolset.role}' in task "
+                f"tool '{name}' is not available to role '{self.toolset.role}' in task "
                 f"'{self.task.id}' (tools: {available})",
             )
         return EpisodeError(ErrorCode.UNKNOWN_TOOL, f"unknown tool '{name}' (tools: {available})")
@@ -384,7 +456,7 @@ def _plain(arguments: Mapping[str, Any]) -> Mapping[str, Any]:
     return dict(arguments) if isinstance(arguments, Mapping) else {}
 
 
-async def _close(instance: Env) -> None:
+async def _close(instance: EnvInstance) -> None:
     """Close an env instance; a sync close runs on a thread of its own, so one that never returns
     holds no thread of the shared pool."""
     if asyncio.iscoroutinefunction(instance.close):

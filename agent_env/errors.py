@@ -54,6 +54,16 @@ class ErrorCode(enum.StrEnum):
     TOOL_ERROR = "TOOL_ERROR", "the tool raised; the message is the tool's own"
     DEPLOY_FAILED = "DEPLOY_FAILED", "the task's envs or sandbox could not be made; the episode ended", True
     VERIFIER_FAILED = "VERIFIER_FAILED", "a verifier raised; the episode ended unscored", True
+    ENV_FAILED = (
+        "ENV_FAILED",
+        "an env's server (an MCP env's) stopped or broke during the episode; the episode ended",
+        True,
+    )
+    USER_FAILED = (
+        "USER_FAILED",
+        "the task's simulated user raised, timed out or answered wrongly; the episode ended unscored",
+        True,
+    )
     DEADLINE_EXCEEDED = (
         "DEADLINE_EXCEEDED",
         "the call missed its deadline; the episode ended and is torn down after the reply",
@@ -67,6 +77,10 @@ class ErrorCode(enum.StrEnum):
         True,
     )
     INTERNAL_ERROR = "INTERNAL_ERROR", "the episode raised something unexpected; the episode ended", True
+
+
+ENDING_CODES = frozenset(code for code in ErrorCode if code.ends_episode)
+"""Codes of errors that end the episode they happen in (`code in ENDING_CODES` takes a plain str)."""
 
 
 class AgentEnvError(Exception):
@@ -139,17 +153,16 @@ def validation_problems(
     """What pydantic found wrong with an input, one sentence per error, each naming the `noun`
     (`field`, `argument`) it is about; `known` lists the names an unknown one could have been.
 
-    `tags` are a discriminated union's tags, which pydantic puts in a location after a list index
-    although they name no field the user wrote.
+    `tags` are discriminated unions' tags, which pydantic puts in a location right after the union's
+    own (a list index, a field) although they name no field the user wrote: such a part, not the
+    last, is left out.
     """
     choices = f" ({noun}s: {', '.join(known) or 'none'})" if known is not None else ""
     sentences = []
     for error in exc.errors(include_url=False):
         loc = error["loc"]
         where = ".".join(
-            str(part)
-            for n, part in enumerate(loc)
-            if not (0 < n < len(loc) - 1 and isinstance(loc[n - 1], int) and part in tags)
+            str(part) for n, part in enumerate(loc) if not (0 < n < len(loc) - 1 and part in tags)
         )
         what = f"{noun} '{where}'" if where else "the input"
         message = str(error["msg"]).removeprefix("Value error, ")

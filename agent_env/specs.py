@@ -89,7 +89,15 @@ class TaskSpec(BaseModel):
     split: str
     index: int
     prompt: list[dict[str, str]]
-    turns: int
+    turns: int = Field(description="How many turns the task fixes (the first's message is in `prompt`).")
+    user: Literal["function", "model"] | None = Field(
+        default=None,
+        description="Who writes the turns after the fixed ones, as the agent replies: a function of the "
+        "bundle's, or a chat model; null when the fixed turns are all.",
+    )
+    max_turns: int | None = Field(
+        default=None, description="The most turns an episode may have; equal to `turns` without a user."
+    )
     toolset: ToolsetSpec
     verifiers: tuple[VerifierSummary, ...] = ()
 

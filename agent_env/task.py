@@ -13,10 +13,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_env.mcp.config import McpServerConfig
 from agent_env.sandbox.config import SandboxConfig
 from agent_env.specs import DEFAULT_ROLE, AccessChange, VerifierSummary
 from agent_env.specs import TaskSpec as TaskSpec  # re-exported: its first home
 from agent_env.toolset import Toolset
+from agent_env.users.spec import SimulatedUser, UserSpec
 from agent_env.verifiers import BashCheck, Verifier, VerifierSpec
 
 
@@ -50,6 +52,9 @@ class BundleConfig(_Strict):
     name: str | None = None
     description: str = ""
     agents: dict[str, AgentConfig] = Field(min_length=1)
+    mcp: dict[str, McpServerConfig] = Field(
+        default_factory=dict, description="MCP servers as envs, by env name (`[mcp.NAME]`)."
+    )
     sandbox: SandboxConfig = SandboxConfig()
     record: RecordConfig = RecordConfig()
 
@@ -73,6 +78,9 @@ class TaskEntry(_Strict):
     modify_env_tool_access: list[AccessChange] = Field(default_factory=list)
     verifiers: list[VerifierSpec] = Field(min_length=1)
     aggregate: Literal["mean", "all_pass"] = "mean"
+    user: UserSpec | None = Field(
+        None, description="A simulated user, who writes the turns after `turns` as the agent replies."
+    )
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,13 @@ class Task:
     files: Mapping[str, bytes] = field(default_factory=dict, repr=False)
     sandbox_settings: SandboxConfig = field(default_factory=SandboxConfig)
     """The bundle's `[sandbox]` settings (a sandbox itself is made per episode, by a provider)."""
+    user: SimulatedUser | None = None
+    """Who writes the turns after `turns`, if anyone: the task ends when it has no more to say."""
+
+    @property
+    def max_turns(self) -> int:
+        """The most turns an episode of the task has: its fixed turns, or its user's bound."""
+        return self.user.max_turns if self.user is not None else len(self.turns)
 
     @property
     def needs_sandbox(self) -> bool:
@@ -135,6 +150,8 @@ class Task:
             index=self.index,
             prompt=self.prompt,
             turns=len(self.turns),
+            user=self.user.kind if self.user is not None else None,
+            max_turns=self.max_turns,
             toolset=self.toolset.spec(command_timeout_s=self.sandbox_settings.command_timeout_s),
             verifiers=tuple(VerifierSummary(type=v.spec.type, weight=v.spec.weight) for v in self.verifiers),
         )

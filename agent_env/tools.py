@@ -132,7 +132,7 @@ class Tool:
             model = pydantic.create_model(
                 f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
             )
-            parameters_schema = _clean_schema(model.model_json_schema())
+            parameters_schema = clean_schema(model.model_json_schema())
         except (pydantic.PydanticSchemaGenerationError, pydantic.errors.PydanticInvalidForJsonSchema) as exc:
             reasons.append(
                 "an argument's type has no JSON Schema "
@@ -178,12 +178,17 @@ class Tool:
             raise EpisodeError(ErrorCode.INVALID_ARGUMENTS, f"{self.name}: " + "; ".join(problems)) from None
         return {name: getattr(model, field) for field, name in self._argument_names}
 
-    async def call(self, instance: object | None, arguments: Mapping[str, Any]) -> str:
-        """Validate, run (off the event loop when sync) and render the result as the model sees it."""
+    async def invoke(self, instance: object | None, arguments: Mapping[str, Any]) -> Any:
+        """Validate and run (off the event loop when sync): the tool's own return value, as a verifier
+        reads it; what the tool raises propagates."""
         kwargs = self.validate(arguments)
         bound = self.function.__get__(instance) if self.method and instance is not None else self.function
+        return await call_as(self._is_async, bound, **kwargs)
+
+    async def call(self, instance: object | None, arguments: Mapping[str, Any]) -> str:
+        """Validate, run (off the event loop when sync) and render the result as the model sees it."""
         try:
-            result = await call_as(self._is_async, bound, **kwargs)
+            result = await self.invoke(instance, arguments)
         except EpisodeError:
             raise
         except Exception as exc:
@@ -257,7 +262,7 @@ def render_result(value: Any) -> str:
     return json.dumps(_ANY.dump_python(value, mode="json"), ensure_ascii=False)
 
 
-def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Inline `$defs` and drop pydantic's titles, so every tool's schema stands alone."""
     definitions = schema.pop("$defs", {})
 

@@ -7,12 +7,15 @@ one generated class between them; its name is stable and readable because it nam
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 from agent_env.env import EnvSpec
+from agent_env.mcp.spec import McpEnvSpec
+from agent_env.mcp.tools import McpTool
 from agent_env.sandbox.base import KILL_MARGIN_S
 from agent_env.specs import DEFAULT_ROLE as DEFAULT_ROLE  # re-exported: the specs' first home
 from agent_env.specs import AccessChange as AccessChange
@@ -46,11 +49,21 @@ def toolset_name(envs: Sequence[str], role: str, access: Sequence[AccessChange],
     return name
 
 
+AnyEnvSpec = EnvSpec | McpEnvSpec
+"""An env of a bundle: a Python class, or an MCP server."""
+AnyTool = Tool | McpTool
+"""A tool of an env: a method of a Python env, or one an MCP server lists."""
+
+
 @dataclass(frozen=True)
 class Toolset:
-    """The played agent's envs, role, access changes for that role, and bash."""
+    """The played agent's envs, role, access changes for that role, and bash.
 
-    envs: tuple[EnvSpec, ...]
+    An MCP env's tools are known once its server lists them: until then the toolset is not `listed`
+    and has no tools to tell; an episode's deploy makes the listed one (`with_listed`).
+    """
+
+    envs: tuple[AnyEnvSpec, ...]
     role: str = DEFAULT_ROLE
     access: tuple[AccessChange, ...] = ()
     bash: bool = False
@@ -60,20 +73,66 @@ class Toolset:
         return tuple(env.name for env in self.envs)
 
     @property
+    def listed(self) -> bool:
+        """Whether every env's tools are known (an MCP env's only once its server listed them)."""
+        return all(env.tools is not None for env in self.envs)
+
+    def with_listed(self, tools: Mapping[str, tuple[McpTool, ...]]) -> Toolset:
+        """The toolset with the tools each MCP env's server listed (env name -> tools); ValueError
+        naming each problem: an access change naming a tool no env of its scope has, or two envs'
+        tools of one name."""
+        envs = tuple(
+            env.listed(tools[env.name]) if isinstance(env, McpEnvSpec) and env.name in tools else env
+            for env in self.envs
+        )
+        listed = dataclasses.replace(self, envs=envs)
+        problems = listed._listing_problems()
+        if problems:
+            raise ValueError("; ".join(problems))
+        return listed
+
+    def _listing_problems(self) -> list[str]:
+        problems = []
+        owner: dict[str, str] = {"bash": "the sandbox"} if self.bash else {}
+        for env in self.envs:
+            for tool in env.tools or ():
+                if tool.name in owner:
+                    problems.append(
+                        f"envs '{owner[tool.name]}' and '{env.name}' both have a tool '{tool.name}': "
+                        "an agent's tools need distinct names (an MCP server's rename maps one)"
+                    )
+                owner.setdefault(tool.name, env.name)
+        for change in self.access:
+            if change.tools == "*":
+                continue
+            scope = [e for e in self.envs if change.env in (None, e.name)]
+            known = {tool.name for env in scope for tool in env.tools or ()}
+            for name in change.tools:
+                if name not in known:
+                    envs = ", ".join(e.name for e in scope)
+                    problems.append(
+                        f"modify_env_tool_access names tool '{name}', which no env of {envs} has "
+                        f"(tools: {', '.join(sorted(known)) or 'none'})"
+                    )
+        return problems
+
+    @property
     def name(self) -> str:
         return toolset_name(self.env_names, self.role, self.access, self.bash)
 
     def spec(self, *, command_timeout_s: float) -> ToolsetSpec:
         """The toolset as the Task API describes it; `command_timeout_s` is the sandbox's deadline of
-        a bash command (`[sandbox] command_timeout_s`), which bash's listed deadline comes from."""
+        a bash command (`[sandbox] command_timeout_s`), which bash's listed deadline comes from. Its
+        tools (and their deadlines) are null (empty) until every env's tools are known."""
+        listed = self.listed
         return ToolsetSpec(
             name=self.name,
             envs=self.env_names,
             role=self.role,
             access=self.access,
             bash=self.bash,
-            tools=tuple(self.tools),
-            tool_timeouts=self.tool_timeouts(command_timeout_s),
+            tools=tuple(self.tools) if listed else None,
+            tool_timeouts=self.tool_timeouts(command_timeout_s) if listed else {},
         )
 
     def tool_timeouts(self, command_timeout_s: float) -> dict[str, float]:
@@ -90,11 +149,12 @@ class Toolset:
         return declared
 
     @cached_property
-    def env_tools(self) -> tuple[tuple[EnvSpec, Tool], ...]:
-        """Every env tool the role may call after the access changes, in env then definition order."""
-        allowed = []
+    def env_tools(self) -> tuple[tuple[AnyEnvSpec, AnyTool], ...]:
+        """Every env tool the role may call after the access changes, in env then definition order (an
+        MCP env's in the order its server listed them); none of an env whose tools are not yet known."""
+        allowed: list[tuple[AnyEnvSpec, AnyTool]] = []
         for env in self.envs:
-            for tool in env.tools:
+            for tool in env.tools or ():
                 enabled = tool.roles is None or self.role in tool.roles
                 for change in self.access:
                     if change.applies_to(env.name, tool.name):

@@ -10,11 +10,20 @@ is `docs/trajectory.schema.json`, which a test keeps equal to `Trajectory.model_
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_env.events import Deployed, Scored, ToolAnswered, ToolCalled, TornDown, TurnEnded
+from agent_env.events import (
+    Deployed,
+    EpisodeEvent,
+    Scored,
+    ToolAnswered,
+    ToolCalled,
+    TornDown,
+    TurnEnded,
+)
 
 if TYPE_CHECKING:
     from agent_env.episode import Episode
@@ -120,29 +129,13 @@ def trajectory_of(episode: Episode, *, client: str | None = None) -> Trajectory:
     its event loop, and a model per call and per turn would cost twice as much.
     """
     task = episode.task
-    turns: list[dict[str, Any]] = []
     timings: dict[str, float | None] = {"deploy_s": None, "verify_s": None, "teardown_s": None}
     verifiers: list[dict[str, Any]] = []
     last_reply_at: float | None = None
-    pending: dict[int, dict[str, Any]] = {}
     for event in episode.events:
         if isinstance(event, Deployed):
             timings["deploy_s"] = event.seconds
-            turns.append(_turn_record(1, task.turns[0]))
-        elif isinstance(event, ToolCalled):
-            record = {"tool": event.tool, "arguments": dict(event.arguments)}
-            _turn(turns, event.turn, task.turns)["calls"].append(record)
-            pending[event.turn] = record
-        elif isinstance(event, ToolAnswered):
-            answered = pending.pop(event.turn, None)
-            if answered is not None:
-                answered.update(
-                    result=event.result, error_code=event.error_code, error=event.error, seconds=event.seconds
-                )
         elif isinstance(event, TurnEnded):
-            _turn(turns, event.turn, task.turns)["reply"] = event.reply
-            if event.prompt is not None:
-                turns.append(_turn_record(event.turn + 1, event.prompt))
             last_reply_at = event.at
         elif isinstance(event, Scored):
             if last_reply_at is not None:
@@ -153,6 +146,7 @@ def trajectory_of(episode: Episode, *, client: str | None = None) -> Trajectory:
             ]
         elif isinstance(event, TornDown):
             timings["teardown_s"] = event.seconds
+    turns = _turns_of(episode.events, task.turns)
     outcome = episode.outcome
     ended_at = episode.events[-1].at if episode.events else None
     started_at = episode.started_at
@@ -179,11 +173,41 @@ def trajectory_of(episode: Episode, *, client: str | None = None) -> Trajectory:
     )
 
 
+def turn_records(events: Sequence[EpisodeEvent], prompts: Sequence[str]) -> list[TurnRecord]:
+    """The conversation an episode's events hold, turn by turn (`prompts` are the task's fixed turns,
+    from which the first is taken; a later one comes with the event that opened it)."""
+    return [TurnRecord.model_validate(turn) for turn in _turns_of(events, prompts)]
+
+
+def _turns_of(events: Sequence[EpisodeEvent], prompts: Sequence[str]) -> list[dict[str, Any]]:
+    """The turns as plain data, for one validation of the whole trajectory."""
+    turns: list[dict[str, Any]] = []
+    pending: dict[int, dict[str, Any]] = {}
+    for event in events:
+        if isinstance(event, Deployed):
+            turns.append(_turn_record(1, prompts[0]))
+        elif isinstance(event, ToolCalled):
+            record = {"tool": event.tool, "arguments": dict(event.arguments)}
+            _turn(turns, event.turn, prompts)["calls"].append(record)
+            pending[event.turn] = record
+        elif isinstance(event, ToolAnswered):
+            answered = pending.pop(event.turn, None)
+            if answered is not None:
+                answered.update(
+                    result=event.result, error_code=event.error_code, error=event.error, seconds=event.seconds
+                )
+        elif isinstance(event, TurnEnded):
+            _turn(turns, event.turn, prompts)["reply"] = event.reply
+            if event.prompt is not None:
+                turns.append(_turn_record(event.turn + 1, event.prompt))
+    return turns
+
+
 def _turn_record(number: int, prompt: str) -> dict[str, Any]:
     return {"turn": number, "prompt": prompt, "calls": []}
 
 
-def _turn(turns: list[dict[str, Any]], number: int, prompts: tuple[str, ...]) -> dict[str, Any]:
+def _turn(turns: list[dict[str, Any]], number: int, prompts: Sequence[str]) -> dict[str, Any]:
     """The record of turn `number`, made if the events have not opened it (they always do)."""
     if not turns or turns[-1]["turn"] != number:
         turns.append(_turn_record(number, prompts[number - 1] if number <= len(prompts) else ""))

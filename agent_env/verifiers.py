@@ -12,18 +12,24 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_env._threads import call_maybe_async
-from agent_env.errors import EpisodeError, ErrorCode
+from agent_env.errors import ENDING_CODES, EpisodeError, ErrorCode
 from agent_env.sandbox.base import CommandResult, Sandbox
+from agent_env.tools import Tool
 
 if TYPE_CHECKING:
     from agent_env.env import Env
     from agent_env.events import EpisodeEvent
+    from agent_env.mcp.env import McpEnv
     from agent_env.task import Task
+    from agent_env.trajectory import TurnRecord
+
+EnvInstance: TypeAlias = "Env | McpEnv"
+"""One episode's env: an instance of a Python env's class, or a session with an MCP env's server."""
 
 
 class _Check(BaseModel):
@@ -33,10 +39,13 @@ class _Check(BaseModel):
 
 
 class ItemsCheck(_Check):
-    """An env's items equal (`exact`) or include (`includes`) the expected ones, in any order."""
+    """An env's items equal (`exact`) or include (`includes`) the expected ones, in any order: what its
+    `items()` returns, or what one of its tools returns (`tool`, with `arguments`; an MCP env's way)."""
 
     type: Literal["items"]
     env: str
+    tool: str | None = Field(None, description="The env's tool that returns the items, instead of items().")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments.")
     expected: list[Any]
     match: Literal["exact", "includes"] = "exact"
     partial: bool = Field(False, description="Score the share of expected items found instead of 0 or 1.")
@@ -96,10 +105,12 @@ VerifierFunction = Callable[..., Any]
 
 @dataclass(frozen=True)
 class VerifierContext:
-    """What a verifier sees of a finished episode."""
+    """What a verifier sees of a finished episode (and a simulated user of one under way)."""
 
     task: Task
-    envs: Mapping[str, Env]
+    envs: Mapping[str, EnvInstance]
+    """Each env of the episode by name: a Python env's instance, or an MCP env's `McpEnv`, whose
+    tools `call` (from a sync function) and `acall` (from an async one) return their values."""
     replies: tuple[str, ...]
     sandbox: Sandbox | None = None
     events: Sequence[EpisodeEvent] = ()
@@ -109,6 +120,41 @@ class VerifierContext:
     def reply(self) -> str:
         """The reply that ended the last turn."""
         return self.replies[-1] if self.replies else ""
+
+    @property
+    def turns(self) -> list[TurnRecord]:
+        """The conversation so far, turn by turn: each turn's user message, its tool calls with their
+        results, and the reply that ended it (as a trajectory records them)."""
+        from agent_env.trajectory import turn_records
+
+        turns = turn_records(self.events, self.task.turns)
+        # A simulated user is asked before the event that ends the turn, which carries its answer.
+        if turns and turns[-1].reply is None and len(self.replies) >= turns[-1].turn:
+            turns[-1].reply = self.replies[turns[-1].turn - 1]
+        return turns
+
+    async def items(self, check: ItemsCheck) -> Any:
+        """What an `items` verifier compares: the env's `items()`, or what its `tool` returns (a Python
+        env's tool was checked at load; an MCP env's is its server's to know)."""
+        from agent_env.env import Env
+
+        env = self.envs[check.env]
+        if isinstance(env, Env):
+            if check.tool is None:
+                return await call_maybe_async(env.items)
+            spec = next(e for e in self.task.toolset.envs if e.name == check.env)
+            tool = spec.tool(check.tool)
+            assert isinstance(tool, Tool), "load_bundle checks the items verifier's tool"
+            return await tool.invoke(env, check.arguments)
+        assert check.tool is not None, "load_bundle gives an MCP env's items verifier a tool"
+        try:
+            return await env.acall(check.tool, check.arguments)
+        except EpisodeError as exc:
+            if exc.code in ENDING_CODES:
+                raise
+            raise EpisodeError(
+                ErrorCode.VERIFIER_FAILED, f"verifier 'items' of env '{check.env}': {exc.message}"
+            ) from None
 
     async def bash(self, command: str, timeout_s: float = 30.0) -> CommandResult:
         """Run a command in the agent's sandbox, as the `bash` verifier does."""
@@ -131,9 +177,7 @@ class Verifier:
         """The score in [0, 1]; a verifier that cannot score raises EpisodeError VERIFIER_FAILED."""
         spec = self.spec
         if isinstance(spec, ItemsCheck):
-            env = context.envs[spec.env]
-            actual = await call_maybe_async(env.items)
-            return score_items(spec, actual)
+            return score_items(spec, await context.items(spec))
         if isinstance(spec, BashCheck):
             result = await context.bash(spec.command, spec.timeout_s)
             return 1.0 if result.ok else 0.0

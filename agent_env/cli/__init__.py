@@ -22,6 +22,7 @@ from agent_env.replay import load_solutions, play
 from agent_env.sandbox.config import DEFAULT_IMAGE
 from agent_env.sandbox.docker_image import ImageBuildError
 from agent_env.sandbox.registry import PROVIDERS
+from agent_env.task import Task
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -162,12 +163,18 @@ def _splits(bundle: Bundle, split: str | None) -> list[str]:
 def _tasks(args: argparse.Namespace) -> int:
     bundle = load_bundle(args.bundle)
     rows = [
-        (split, task.index, task.id, task.toolset.name, len(task.turns))
+        (split, task.index, task.id, task.toolset.name, _turns(task))
         for split in _splits(bundle, args.split)
         for task in bundle.tasks(split)
     ]
     print(table(("split", "index", "id", "toolset", "turns"), rows))
     return 0
+
+
+def _turns(task: Task) -> str:
+    """A task's turns as the table shows them: its fixed ones, and its simulated user's bound."""
+    fixed = len(task.turns)
+    return f"{fixed}+user<={task.max_turns}" if task.user is not None else str(fixed)
 
 
 def _play(args: argparse.Namespace) -> int:

@@ -47,10 +47,10 @@ async def play_in_terminal(
     def say(text: str) -> None:
         print(text, file=out, flush=True)
 
-    say(
-        f"task {task.id} (split {task.split}, index {task.index}), toolset {task.toolset.name}, "
-        f"{len(task.turns)} turn{'s' if len(task.turns) != 1 else ''}"
-    )
+    fixed = f"{len(task.turns)} turn{'s' if len(task.turns) != 1 else ''}"
+    if task.user is not None:
+        fixed += f", then a simulated user ({task.user.label}), up to {task.max_turns} in all"
+    say(f"task {task.id} (split {task.split}, index {task.index}), toolset {task.toolset.name}, {fixed}")
     try:
         prompt = await episode.deploy()
         if task.agent.system_prompt:
@@ -78,7 +78,8 @@ async def play_in_terminal(
                 if end.done:
                     say(f"score: {end.score:.2f}")
                     return end.score
-                say(f"\nturn {end.turn}, user: {end.prompt}")
+                by = "user (simulated)" if end.turn > len(task.turns) else "user"
+                say(f"\nturn {end.turn}, {by}: {end.prompt}")
                 continue
             name, _, raw = line.partition(" ")
             try:

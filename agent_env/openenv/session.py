@@ -348,11 +348,7 @@ def _tool_deadline(episode: Episode, tool: str, client_s: float | None) -> tuple
         return client_s, "the client's"
     if client_s is not None and client_s < own_s:
         return client_s, f"the client's; the tool's own is {own_s:g} s"
-    source = (
-        "bash's own: [sandbox] command_timeout_s plus KILL_MARGIN_S, for the sandbox to answer"
-        if tool == "bash"
-        else "the tool's own: raise its @tool(timeout_s=...) to give it longer"
-    )
+    source = episode.tool_timeout_source(tool)
     smaller = f"; the client's was {client_s:g} s" if client_s is not None else ""
     return own_s, source + smaller
 

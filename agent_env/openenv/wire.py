@@ -20,6 +20,7 @@ from typing import Any, Literal
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_env import errors
 from agent_env.errors import ErrorCode
 
 DEADLINE_KEY = "timeout_s"
@@ -31,7 +32,7 @@ MAX_LABEL_LENGTH = 200
 ERROR_CODES: dict[str, str] = {code.value: code.meaning for code in ErrorCode}
 """Every code an error observation can carry, with what it means (`agent_env.ErrorCode`'s)."""
 
-ENDING_CODES = frozenset(code for code in ErrorCode if code.ends_episode)
+ENDING_CODES = errors.ENDING_CODES
 """Codes of errors that end the episode they happen in."""
 
 Kind = Literal["call_tool", "end_turn", "list_tools"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 DEFAULT_COMMAND_TIMEOUT_S = 30.0
@@ -71,6 +72,14 @@ class Sandbox(Protocol):
     async def teardown(self) -> None:
         """Remove everything the sandbox made; never raises, safe to call twice."""
         ...
+
+
+@runtime_checkable
+class OnHost(Protocol):
+    """A sandbox whose working folder is a folder of this host (the local one's): an MCP server the
+    episode starts works in it, so the agent's bash and the server see the same files."""
+
+    root: Path
 
 
 class SandboxProvider(Protocol):

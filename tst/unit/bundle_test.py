@@ -437,3 +437,81 @@ def test_a_second_solution_of_a_task_and_a_solutions_file_of_no_split_are_report
         "solutions/trian.jsonl: split 'trian' has no tasks; did you mean 'train'?: name the file after a "
         "split of tasks/, or delete it",
     ]
+
+
+USERS = "def reader(context, title):\n    return None\n"
+
+
+def test_a_user_function_must_be_one_of_users_py_and_take_the_task_s_args(tmp_path):
+    tasks = {
+        "train": [
+            a_task(id="t1", user={"function": "raeder", "args": {"title": "Dune"}}),
+            a_task(id="t2", user={"function": "reader", "args": {"titel": "Dune"}}),
+        ]
+    }
+
+    problems = problems_of(make_bundle(tmp_path / "b", tasks=tasks, files={"users.py": USERS}))
+
+    assert problems == [
+        "tasks/train.jsonl:1 (task 't1'): user: user function 'raeder' is not defined in users.py; did you "
+        "mean 'reader'?",
+        "tasks/train.jsonl:2 (task 't2'): user: user function 'reader' cannot take args {'titel': 'Dune'}: "
+        "missing a required argument: 'title'",
+    ]
+
+
+def test_a_user_s_max_turns_must_leave_room_for_the_task_s_fixed_turns(tmp_path):
+    user = {"function": "reader", "args": {"title": "Dune"}, "max_turns": 1}
+    tasks = {"train": [a_task(turns=["One.", "Two."], user=user)]}
+
+    (problem,) = problems_of(make_bundle(tmp_path / "b", tasks=tasks, files={"users.py": USERS}))
+
+    assert problem == (
+        "tasks/train.jsonl:1 (task 't1'): user: max_turns is 1, but the task fixes 2 turns: raise max_turns"
+    )
+
+
+@pytest.mark.parametrize(
+    ("user", "problem"),
+    [
+        ({"functon": "reader"}, "field 'user.functon' is unknown; remove it or check its spelling"),
+        ({"model_url": "http://127.0.0.1:9/v1", "model": "m"}, "field 'user.persona' is required"),
+        ("talk", 'field \'user\': a user is {"function": NAME, "args": {...}} or {"model_url": URL,'),
+    ],
+)
+def test_a_user_of_neither_form_is_refused_naming_the_field_that_is_wrong(tmp_path, user, problem):
+    tasks = {"train": [a_task(user=user)]}
+
+    problems = problems_of(make_bundle(tmp_path / "b", tasks=tasks, files={"users.py": USERS}))
+
+    assert any(problem in found for found in problems), problems
+
+
+def test_a_solution_of_a_task_with_a_user_plays_its_fixed_turns_and_at_most_max_turns(tmp_path):
+    user = {"function": "reader", "args": {"title": "Dune"}, "max_turns": 3}
+    tasks = {"train": [a_task(user=user)]}
+    three = {**SHELVE_DUNE, "turns": SHELVE_DUNE["turns"] * 3}
+    four = {**SHELVE_DUNE, "turns": SHELVE_DUNE["turns"] * 4}
+
+    loaded = load_bundle(
+        make_bundle(tmp_path / "ok", tasks=tasks, files={"users.py": USERS, **solutions_file(three)})
+    )
+    problems = problems_of(
+        make_bundle(tmp_path / "long", tasks=tasks, files={"users.py": USERS, **solutions_file(four)})
+    )
+
+    assert len(loaded.solutions["train"]["t1"].turns) == 3
+    assert problems == [
+        "solutions/train.jsonl:1 (task 't1'): the solution plays 4 turns and the task fixes 1 turn and "
+        'lets its user add up to 3 in all: write one {"calls": [...], "reply": ...} per turn of the task'
+    ]
+
+
+def test_a_task_with_a_user_tells_the_task_api_who_writes_its_later_turns_and_their_bound(tmp_path):
+    tasks = {"train": [a_task(user={"function": "reader", "args": {"title": "Dune"}, "max_turns": 5})]}
+
+    spec = (
+        load_bundle(make_bundle(tmp_path / "b", tasks=tasks, files={"users.py": USERS})).task("train", 0).spec
+    )
+
+    assert (spec.turns, spec.user, spec.max_turns) == (1, "function", 5)

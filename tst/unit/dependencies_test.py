@@ -1,7 +1,8 @@
 """Each extra declares what its code imports, and its code imports what it declares.
 
 The package's source is read statically (ast), by area: `openenv` is agent_env/openenv, `trl` is
-agent_env/training/trl, `eval` is agent_env/eval, `docker` is agent_env/sandbox/docker*.py, the first and
+agent_env/training/trl, `eval` is agent_env/eval, `mcp` is agent_env/mcp, `users` is agent_env/users,
+`docker` is agent_env/sandbox/docker*.py, the first and
 last with their fences (agent_env/_private/openenv_*.py, docker_*.py), and the core is everything else
 (agent_env/training/__init__.py included: importing agent_env.training must need no extra). Every import
 counts, at the top, under `if TYPE_CHECKING:` or lazily inside a function. Import names map to
@@ -40,6 +41,8 @@ AREAS: dict[str, Callable[[PurePosixPath], bool]] = {
     "openenv": lambda p: p.parts[:1] == ("openenv",) or fence_of(p, "openenv"),
     "trl": lambda p: p.parts[:2] == ("training", "trl"),
     "eval": lambda p: p.parts[:1] == ("eval",),
+    "mcp": lambda p: p.parts[:1] == ("mcp",),
+    "users": lambda p: p.parts[:1] == ("users",),
     "docker": lambda p: (
         (p.parent == PurePosixPath("sandbox") and p.match("docker*.py")) or fence_of(p, "docker")
     ),

@@ -102,6 +102,7 @@ def test_fake_tasks_are_served_with_specs_giving_split_index_prompt_turns_and_to
                 {"role": "user", "content": "Weigh C12."},
             ],
             turns=2,
+            max_turns=2,
             toolset=ToolsetSpec(
                 name="fake", envs=("fake",), role="default", tools=(Tool.from_function(weigh).schema,)
             ),
@@ -113,6 +114,7 @@ def test_fake_tasks_are_served_with_specs_giving_split_index_prompt_turns_and_to
             index=1,
             prompt=[{"role": "user", "content": "Do the task."}],
             turns=1,
+            max_turns=1,
             toolset=ToolsetSpec(
                 name="dock+ledger+bash@clerk[-erase]",
                 envs=("dock", "ledger"),

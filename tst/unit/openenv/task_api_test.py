@@ -146,6 +146,8 @@ def test_a_harbor_task_spec_has_the_agents_system_prompt_then_the_first_turn_and
             {"role": "user", "content": TRAIN[0]["turns"][0]},
         ],
         "turns": 1,
+        "user": None,
+        "max_turns": 1,
         "toolset": {"name": "dock", "envs": ["dock"], "role": "default", "access": [], "bash": False},
         "verifiers": [{"type": "items", "weight": 1.0}],
     }
@@ -458,6 +460,8 @@ def test_a_task_without_a_system_prompt_is_prompted_with_its_first_turn_alone(se
         "index": 0,
         "prompt": [{"role": "user", "content": "How many crates are there?"}],
         "turns": 1,
+        "user": None,
+        "max_turns": 1,
         "toolset": {"name": "fake", "envs": ["fake"], "role": "default", "access": [], "bash": False},
         "verifiers": [{"type": "function", "weight": 1.0}],
     }
@@ -479,6 +483,8 @@ def test_a_task_with_a_system_prompt_two_turns_a_role_access_changes_and_bash_de
             {"role": "user", "content": "Ship crate C1."},
         ],
         "turns": 2,
+        "user": None,
+        "max_turns": 2,
         "toolset": {
             "name": "dock+pantry+bash@harbormaster[+remove_crate,-pantry.*]",
             "envs": ["dock", "pantry"],

@@ -1,0 +1,30 @@
+"""MCP servers as a bundle's envs (the `mcp` extra): a server's tools offered to the played agent.
+
+`McpServerConfig` is how a bundle declares one, `McpEnvSpec` the env it makes, `McpTool` a tool it
+lists and `McpEnv` one episode's session with it (what verifiers and simulated users read it through).
+The `mcp` SDK is imported only when an episode starts a server (`agent_env.mcp.env`).
+"""
+
+from __future__ import annotations
+
+import typing as _typing
+
+from agent_env._lazy import lazy_exports as _lazy_exports
+
+if _typing.TYPE_CHECKING:
+    from agent_env.mcp.config import McpServerConfig
+    from agent_env.mcp.env import McpEnv, McpToolError
+    from agent_env.mcp.spec import McpEnvSpec
+    from agent_env.mcp.tools import McpTool
+else:
+    _lazy_exports(
+        __name__,
+        {
+            "agent_env.mcp.config": ["McpServerConfig"],
+            "agent_env.mcp.env": ["McpEnv", "McpToolError"],
+            "agent_env.mcp.spec": ["McpEnvSpec"],
+            "agent_env.mcp.tools": ["McpTool"],
+        },
+    )
+
+__all__ = ["McpEnv", "McpEnvSpec", "McpServerConfig", "McpTool", "McpToolError"]

@@ -1,0 +1,12 @@
+"""The `mcp` extra's import check: fail at import, with the line that installs it."""
+
+from __future__ import annotations
+
+from agent_env._extras import require_modules
+
+INSTALL = "pip install 'agentenv-framework[mcp]'"
+
+
+def require_mcp_extra() -> None:
+    """Raise ImportError naming `[mcp]` when a package the extra brings is missing."""
+    require_modules(("mcp", "jsonschema", "httpx", "anyio"), needed_by="an MCP env", install=INSTALL)

@@ -1,0 +1,20 @@
+"""Simulated users: a task's next user message from the bundle's `users.py`, or from a chat model.
+
+The chat model's user needs the `users` extra (the `openai` client), imported only when it answers.
+"""
+
+from __future__ import annotations
+
+import typing as _typing
+
+from agent_env._lazy import lazy_exports as _lazy_exports
+
+if _typing.TYPE_CHECKING:
+    from agent_env.users.spec import STOP, SimulatedUser, UserContext, UserFunction, UserModel
+else:
+    _lazy_exports(
+        __name__,
+        {"agent_env.users.spec": ["STOP", "SimulatedUser", "UserContext", "UserFunction", "UserModel"]},
+    )
+
+__all__ = ["STOP", "SimulatedUser", "UserContext", "UserFunction", "UserModel"]

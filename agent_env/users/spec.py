@@ -1,0 +1,150 @@
+"""Simulated users: a task's turns after its fixed ones, written as the agent's replies come in.
+
+A task's `user` is either a function of the bundle's `users.py`, called as `NAME(context, **args)`
+after each `end_turn` with the conversation so far and the envs (`UserContext`), or a chat model
+playing a persona (`agent_env.users.chat`, the `users` extra). Either returns the next user message,
+which `end_turn` answers with exactly as with a fixed next turn, or ends the task (None, or the chat
+model's `STOP`), which then is verified and scored. `max_turns` bounds the turns, the fixed ones
+included; `timeout_s` bounds each answer. A user that raises, outlasts its deadline or answers
+something else than a message ends the episode unscored (`USER_FAILED`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+
+from agent_env._threads import run_in_own_thread
+from agent_env.errors import EpisodeError, ErrorCode
+from agent_env.verifiers import VerifierContext
+
+DEFAULT_MAX_TURNS = 10
+DEFAULT_TIMEOUT_S = 60.0
+STOP = "###STOP###"
+"""What a chat model playing the user answers, alone or within its message, to end the task."""
+
+
+class _UserConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_turns: int = Field(
+        DEFAULT_MAX_TURNS, ge=1, description="The most turns the task may have, its fixed ones included."
+    )
+    timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, description="Each answer's deadline.")
+
+
+class UserFunction(_UserConfig):
+    """`"user": {"function": NAME, "args": {...}}`: a function of the bundle's `users.py`."""
+
+    function: str = Field(min_length=1)
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class UserModel(_UserConfig):
+    """`"user": {"model_url": ..., "model": ..., "persona": ...}`: a chat model plays the user."""
+
+    model_url: str = Field(pattern=r"^https?://", description="An OpenAI-compatible endpoint.")
+    model: str = Field(min_length=1)
+    persona: str = Field(min_length=1, description="Who the user is and what they want.")
+    api_key_env: str | None = Field(None, description="The variable that holds the endpoint's key, if any.")
+    temperature: float | None = None
+    max_tokens: int | None = Field(None, ge=1)
+    max_retries: int = Field(2, ge=0, description="Retries of a failed request, within timeout_s.")
+
+
+def _kind(value: Any) -> str | None:
+    if isinstance(value, BaseModel):
+        return "function" if isinstance(value, UserFunction) else "model"
+    if not isinstance(value, dict):
+        return None
+    return "model" if "model_url" in value or "persona" in value else "function"
+
+
+USER_KINDS = ("function", "model")
+"""The tags of a task's `user`, as a location names them."""
+
+UserSpec = Annotated[
+    Annotated[UserFunction, Tag("function")] | Annotated[UserModel, Tag("model")],
+    Discriminator(
+        _kind,
+        custom_error_type="user_form",
+        custom_error_message='a user is {"function": NAME, "args": {...}} or {"model_url": URL, "model": '
+        'NAME, "persona": TEXT}',
+    ),
+]
+"""A task's `user`, told apart by its keys: `function`, or `model_url`, `model` and `persona`."""
+
+UserFunctionType = Callable[..., Any]
+"""A bundle's user: `(context: UserContext, **args) -> str | None`, sync or async."""
+
+
+@dataclass(frozen=True)
+class UserContext(VerifierContext):
+    """What a simulated user sees: the task, the envs as they are now, the replies, and `turns`, the
+    conversation so far (each turn's message, tool calls with results, and reply, the last one's
+    included)."""
+
+
+@dataclass(frozen=True)
+class SimulatedUser:
+    """A task's user, checked: its settings and, for a function, the function itself."""
+
+    spec: UserFunction | UserModel
+    function: UserFunctionType | None = field(default=None, repr=False)
+
+    @property
+    def kind(self) -> Literal["function", "model"]:
+        return "function" if isinstance(self.spec, UserFunction) else "model"
+
+    @property
+    def max_turns(self) -> int:
+        return self.spec.max_turns
+
+    @property
+    def label(self) -> str:
+        """The user as an error names it."""
+        if isinstance(self.spec, UserFunction):
+            return f"user function '{self.spec.function}'"
+        return f"user model '{self.spec.model}' at {self.spec.model_url}"
+
+    async def next_message(self, context: UserContext) -> str | None:
+        """The user's next message, or None to end the task; EpisodeError USER_FAILED saying why when
+        it raises, outlasts `timeout_s` or answers anything but a message or None."""
+        limit = self.spec.timeout_s
+        deadline = asyncio.timeout(limit)
+        try:
+            async with deadline:
+                answer = await self._answer(context)
+        except EpisodeError:
+            raise
+        except Exception as exc:
+            if isinstance(exc, TimeoutError) and deadline.expired():
+                raise self._failed(
+                    f"did not answer within its timeout_s of {limit:g} s; raise the task's user.timeout_s"
+                ) from None
+            raise self._failed(f"raised {type(exc).__name__}: {exc}") from exc
+        if answer is not None and not isinstance(answer, str):
+            raise self._failed(
+                f"returned {answer!r}; return the next message (a str), or None to end the task"
+            )
+        return answer
+
+    async def _answer(self, context: UserContext) -> Any:
+        if isinstance(self.spec, UserModel):
+            from agent_env.users.chat import ask_user_model
+
+            return await ask_user_model(self.spec, context.turns)
+        assert self.function is not None
+        if asyncio.iscoroutinefunction(self.function):
+            return await self.function(context, **self.spec.args)
+        # A thread of its own: a function that never returns holds none of the shared pool's.
+        return await run_in_own_thread(self.function, context, **self.spec.args)
+
+    def _failed(self, what: str) -> EpisodeError:
+        return EpisodeError(
+            ErrorCode.USER_FAILED, f"the simulated user ({self.label}) {what}: the episode ended unscored"
+        )
