@@ -2,6 +2,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tst.support.mcp_bundles import NOTE_MILK, http_notes_server, http_server, notes_bundle
+
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "harbor"
 
 
@@ -97,3 +99,51 @@ def test_replay_plays_every_example_task_and_every_reference_play_scores_as_expe
 
     assert done.returncode == 0, done.stdout
     assert done.stdout.rstrip().endswith("44 of 44 tasks scored as their reference play expects")
+
+
+LIBRARY = EXAMPLE.parent / "library"
+
+
+def test_replay_plays_the_library_s_mcp_catalog_and_simulated_members_and_every_play_scores_1():
+    done = agent_env("replay", LIBRARY)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "7 of 7 tasks scored as their reference play expects" in done.stdout
+    assert ["train", "3", "desk-ada", "catalog", "2", "1.00", "1.00", "ok"] in [
+        line.split() for line in done.stdout.splitlines()
+    ]
+
+
+def test_replay_plays_a_bundle_whose_env_is_a_server_reached_over_streamable_http(tmp_path):
+    with http_notes_server() as server:
+        root = notes_bundle(tmp_path, http_server(server.url), solutions=[NOTE_MILK])
+
+        done = agent_env("replay", root)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 of 1 tasks scored as their reference play expects" in done.stdout
+
+
+def test_tasks_shows_a_task_with_a_simulated_user_as_its_fixed_turns_and_its_bound():
+    done = agent_env("tasks", LIBRARY, "--split", "eval")
+
+    assert ["eval", "1", "desk-eve", "catalog", "1+user<=4"] in [
+        line.split() for line in done.stdout.splitlines()
+    ]
+
+
+def test_a_person_plays_against_a_simulated_member_whose_answer_depends_on_their_reply():
+    moves = [
+        "/end Which book would you like, and what is your name?",
+        'lend_book {"book_id": "B1", "member": "Ada"}',
+        "/end Here you are.",
+    ]
+
+    done = agent_env("play", LIBRARY, "--index", 3, stdin="\n".join(moves) + "\n")
+
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert "then a simulated user (user function 'member'), up to 4 in all" in out
+    assert "turn 2, user (simulated): I would like Dune. My name is Ada." in out
+    assert "lent Dune to Ada" in out
+    assert out.rstrip().endswith("score: 1.00")
