@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from agent_env._threads import call_maybe_async, run_in_own_thread
 from agent_env.env import Env, EnvSpec
@@ -146,11 +146,11 @@ class Episode:
         if name == "bash" and self.toolset.bash:
             return "bash's own: [sandbox] command_timeout_s plus KILL_MARGIN_S, for the sandbox to answer"
         env_name = self._tools[name][0] if name in self._tools else ""
-        if isinstance(self.toolset_env(env_name), McpEnvSpec):
+        if isinstance(self._env_spec(env_name), McpEnvSpec):
             return f"MCP server '{env_name}''s: raise [mcp.{env_name}] call_timeout_s to give it longer"
         return "the tool's own: raise its @tool(timeout_s=...) to give it longer"
 
-    def toolset_env(self, name: str) -> EnvSpec | McpEnvSpec | None:
+    def _env_spec(self, name: str) -> EnvSpec | McpEnvSpec | None:
         """The toolset's env called `name`, or None."""
         return next((env for env in self.toolset.envs if env.name == name), None)
 
@@ -366,9 +366,9 @@ class Episode:
 
     def _list_tools(self, servers: list[McpEnvSpec]) -> None:
         """Take the tools the MCP envs' servers listed into the episode's toolset."""
-        listed: dict[str, McpEnv] = {env.name: self._envs[env.name] for env in servers}  # type: ignore[misc]
+        listed = {env.name: cast("McpEnv", self._envs[env.name]).tools for env in servers}
         try:
-            self.toolset = self.task.toolset.with_listed({name: env.tools for name, env in listed.items()})
+            self.toolset = self.task.toolset.with_tools(listed)
         except ValueError as exc:
             raise EpisodeError(
                 ErrorCode.DEPLOY_FAILED, f"task '{self.task.id}' cannot offer its MCP envs' tools: {exc}"

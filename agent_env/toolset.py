@@ -59,8 +59,8 @@ AnyTool = Tool | McpTool
 class Toolset:
     """The played agent's envs, role, access changes for that role, and bash.
 
-    An MCP env's tools are known once its server lists them: until then the toolset is not `listed`
-    and has no tools to tell; an episode's deploy makes the listed one (`with_listed`).
+    An MCP env's tools are known once its server lists them: until then `tools_known` is false and
+    the toolset has no tools to tell; an episode's deploy makes the one that has (`with_tools`).
     """
 
     envs: tuple[AnyEnvSpec, ...]
@@ -73,16 +73,16 @@ class Toolset:
         return tuple(env.name for env in self.envs)
 
     @property
-    def listed(self) -> bool:
+    def tools_known(self) -> bool:
         """Whether every env's tools are known (an MCP env's only once its server listed them)."""
         return all(env.tools is not None for env in self.envs)
 
-    def with_listed(self, tools: Mapping[str, tuple[McpTool, ...]]) -> Toolset:
+    def with_tools(self, tools: Mapping[str, tuple[McpTool, ...]]) -> Toolset:
         """The toolset with the tools each MCP env's server listed (env name -> tools); ValueError
         naming each problem: an access change naming a tool no env of its scope has, or two envs'
         tools of one name."""
         envs = tuple(
-            env.listed(tools[env.name]) if isinstance(env, McpEnvSpec) and env.name in tools else env
+            env.with_tools(tools[env.name]) if isinstance(env, McpEnvSpec) and env.name in tools else env
             for env in self.envs
         )
         listed = dataclasses.replace(self, envs=envs)
@@ -124,7 +124,7 @@ class Toolset:
         """The toolset as the Task API describes it; `command_timeout_s` is the sandbox's deadline of
         a bash command (`[sandbox] command_timeout_s`), which bash's listed deadline comes from. Its
         tools (and their deadlines) are null (empty) until every env's tools are known."""
-        listed = self.listed
+        listed = self.tools_known
         return ToolsetSpec(
             name=self.name,
             envs=self.env_names,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_env._threads import call_maybe_async
-from agent_env.errors import ENDING_CODES, EpisodeError, ErrorCode
+from agent_env.errors import EpisodeError, ErrorCode
 from agent_env.sandbox.base import CommandResult, Sandbox
 from agent_env.tools import Tool
 
@@ -147,14 +147,7 @@ class VerifierContext:
             assert isinstance(tool, Tool), "load_bundle checks the items verifier's tool"
             return await tool.invoke(env, check.arguments)
         assert check.tool is not None, "load_bundle gives an MCP env's items verifier a tool"
-        try:
-            return await env.acall(check.tool, check.arguments)
-        except EpisodeError as exc:
-            if exc.code in ENDING_CODES:
-                raise
-            raise EpisodeError(
-                ErrorCode.VERIFIER_FAILED, f"verifier 'items' of env '{check.env}': {exc.message}"
-            ) from None
+        return await env.acall(check.tool, check.arguments)
 
     async def bash(self, command: str, timeout_s: float = 30.0) -> CommandResult:
         """Run a command in the agent's sandbox, as the `bash` verifier does."""

@@ -30,7 +30,7 @@ import httpx  # noqa: E402
 from mcp import ClientSession, McpError, types  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from agent_env.errors import EpisodeError, ErrorCode  # noqa: E402
+from agent_env.errors import ENDING_CODES, EpisodeError, ErrorCode  # noqa: E402
 from agent_env.mcp.config import SEED_VARIABLE  # noqa: E402
 from agent_env.mcp.spec import McpEnvSpec  # noqa: E402
 from agent_env.mcp.stdio import ReadStream, ServerExitedError, StdioServer, WriteStream  # noqa: E402
@@ -109,13 +109,19 @@ class McpEnv:
         return result_text(result)
 
     async def acall(self, tool: str, arguments: Mapping[str, Any] | None = None) -> Any:
-        """Call `tool` (as the agent names it) and return its value; McpToolError if it answers with an
-        error. For an async verifier or user function; a sync one calls `call`."""
+        """Call `tool` (as the agent names it) and return its value; McpToolError if the call cannot be
+        made or the tool answers with an error (a server gone, or past its deadline, is the episode's
+        end: EpisodeError). For an async verifier or user function; a sync one calls `call`."""
         found = next((t for t in self.tools if t.name == tool), None)
         if found is None:
             listed = ", ".join(t.name for t in self.tools) or "none"
             raise McpToolError(f"MCP server '{self.name}' lists no tool '{tool}' (tools: {listed})")
-        result = await self._call(found, found.validate(arguments or {}))
+        try:
+            result = await self._call(found, found.validate(arguments or {}))
+        except EpisodeError as exc:
+            if exc.code in ENDING_CODES:
+                raise
+            raise McpToolError(f"tool '{tool}' of MCP server '{self.name}': {exc.message}") from None
         if result.isError:
             raise McpToolError(f"tool '{tool}' of MCP server '{self.name}' failed: {result_text(result)}")
         return result_value(result)
@@ -148,6 +154,8 @@ class McpEnv:
         ):
             runner.cancel()
             await asyncio.wait({runner}, timeout=CLOSE_TIMEOUT_S)
+        if runner is not None and runner.done() and not runner.cancelled():
+            runner.exception()  # what ended it was told to any call it failed; none is left unread
         self._session = None
         if self._process is not None:
             await self._process.stop()

@@ -40,7 +40,7 @@ class McpEnvSpec:
         if not self.key:
             object.__setattr__(self, "key", json.dumps(self.server.model_dump(mode="json"), sort_keys=True))
 
-    def listed(self, tools: tuple[McpTool, ...]) -> McpEnvSpec:
+    def with_tools(self, tools: tuple[McpTool, ...]) -> McpEnvSpec:
         """The same env with the tools its server listed."""
         return dataclasses.replace(self, tools=tools)
 

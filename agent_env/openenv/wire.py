@@ -92,7 +92,10 @@ class AgentEnvObservation(Observation):
     split: str | None = None
     index: int | None = None
     turn: int | None = Field(default=None, description="The open turn, from 1; null once the episode ended.")
-    turns: int | None = Field(default=None, description="How many turns the task has.")
+    turns: int | None = Field(
+        default=None,
+        description="How many turns the task fixes; a simulated user may add more (up to its max_turns).",
+    )
     prompt: list[dict[str, str]] | None = Field(
         default=None,
         description="Chat messages: at reset the system prompt (if any) and the first turn; at an "
