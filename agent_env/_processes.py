@@ -13,7 +13,10 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 from pathlib import Path
+
+from agent_env._threads import run_sync
 
 SESSION_PASSES = 5
 """How many passes over /proc `kill_session` makes, so a process that forked while one ran is caught."""
@@ -46,6 +49,20 @@ def exit_watch(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except (AttributeError, OSError):
         return None
+
+
+async def reap(process: subprocess.Popen[bytes], exit_fd: int | None, *, within_s: float) -> None:
+    """Reap a process that was killed (it exits at once), then close the host's ends of its pipes and
+    its pidfd: only once no read or write waits on them. Never raises."""
+    with contextlib.suppress(Exception):
+        await run_sync(process.wait, within_s)
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        with contextlib.suppress(OSError):
+            if pipe is not None:
+                pipe.close()
+    if exit_fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(exit_fd)
 
 
 def kill_group(group: int) -> None:

@@ -18,6 +18,7 @@ require_eval_extra()
 import openai  # noqa: E402
 
 from agent_env.eval.policy import AssistantMessage, Message, PolicyError, ToolCall  # noqa: E402
+from agent_env.users.endpoint import Settings, endpoint_problem  # noqa: E402
 
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_TIMEOUT_S = 120.0
@@ -117,19 +118,8 @@ class OpenAIPolicy:
         return AssistantMessage(message.content or "", calls)
 
     def _problem(self, exc: openai.APIError) -> str:
-        if isinstance(exc, openai.APIConnectionError):
-            return f"no model server answers at {self.base_url} ({exc}): start one, or check --model-url"
-        if isinstance(exc, openai.AuthenticationError):
-            return f"{self.base_url} refused the API key (401): pass the right one with --api-key-env VAR"
-        if isinstance(exc, openai.NotFoundError):
-            return f"{self.base_url} does not know model '{self.model}' (404): check --model"
-        if isinstance(exc, openai.APIStatusError):
-            return f"{self.base_url} answered {exc.status_code}: {_detail(exc)}"
-        return f"{type(exc).__name__}: {exc}"
+        return endpoint_problem(exc, self.base_url, self.model, _FLAGS)
 
 
-def _detail(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return str(body["message"])[:300]
-    return str(exc.message)[:300]
+_FLAGS = Settings(url="--model-url", key="pass the right one with --api-key-env VAR", model="--model")
+"""The command line's names of the endpoint's settings, for what a failure says to fix."""

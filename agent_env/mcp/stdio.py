@@ -24,7 +24,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp import types
 from mcp.shared.message import SessionMessage
 
-from agent_env._processes import exit_watch, kill_group, kill_session, ready
+from agent_env._processes import exit_watch, kill_group, kill_session, ready, reap
 from agent_env._threads import run_sync
 
 INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "TMPDIR")
@@ -133,16 +133,8 @@ class StdioServer:
             await self.exited(STOP_GRACE_S)
         kill_group(self.process.pid)
         kill_session(self.process.pid)
-        with contextlib.suppress(Exception):
-            await run_sync(self.process.wait, STOP_GRACE_S)
-        for pipe in (self.process.stdout, self.process.stderr):
-            with contextlib.suppress(OSError):
-                if pipe is not None:
-                    pipe.close()
-        if self._exit is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._exit)
-            self._exit = None
+        exit_fd, self._exit = self._exit, None
+        await reap(self.process, exit_fd, within_s=STOP_GRACE_S)
 
     async def _read(self, fd: int) -> bytes:
         """The next output on `fd`; b"" once it ended, or once the server itself exited (a process it

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from agent_env._processes import exit_watch, kill_group, kill_session, ready
+from agent_env._processes import exit_watch, kill_group, kill_session, ready, reap
 from agent_env._threads import run_sync
 from agent_env.sandbox.base import CommandResult
 from agent_env.sandbox.bubblewrap import bubblewrap_for, confined
@@ -132,16 +132,8 @@ class _LocalShell:
         """`kill_now`, reap the shell (killed, it exits at once) and close the host's ends of its pipes;
         only once no read or write waits on them."""
         self.kill_now()
-        with contextlib.suppress(Exception):
-            await run_sync(self.process.wait, _OUTPUT_GRACE_S)
-        for pipe in (self.process.stdin, self.process.stdout):
-            with contextlib.suppress(OSError):
-                if pipe is not None:
-                    pipe.close()
-        if self._exit is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._exit)
-            self._exit = None
+        exit_fd, self._exit = self._exit, None
+        await reap(self.process, exit_fd, within_s=_OUTPUT_GRACE_S)
 
 
 class LocalSandboxProvider:

@@ -20,6 +20,7 @@ require_users_extra()
 import openai  # noqa: E402
 
 from agent_env.trajectory import TurnRecord  # noqa: E402
+from agent_env.users.endpoint import Settings, endpoint_problem  # noqa: E402
 from agent_env.users.spec import STOP, UserModel  # noqa: E402
 
 INSTRUCTIONS = (
@@ -62,7 +63,7 @@ async def ask_user_model(spec: UserModel, turns: Sequence[TurnRecord]) -> str | 
                 **options,
             )
         except openai.APIError as exc:
-            raise UserModelError(_problem(spec, exc)) from None
+            raise UserModelError(endpoint_problem(exc, spec.model_url, spec.model, _FIELDS)) from None
     if not response.choices:
         raise UserModelError(f"{spec.model_url} answered with no choices")
     text = (response.choices[0].message.content or "").strip()
@@ -71,16 +72,9 @@ async def ask_user_model(spec: UserModel, turns: Sequence[TurnRecord]) -> str | 
     return text
 
 
-def _problem(spec: UserModel, exc: openai.APIError) -> str:
-    where = f"{spec.model_url} (model '{spec.model}')"
-    if isinstance(exc, openai.APIConnectionError):
-        return (
-            f"no model server answers at {spec.model_url} ({exc}): start one, or check the user's model_url"
-        )
-    if isinstance(exc, openai.AuthenticationError):
-        return f"{where} refused the API key (401): set the variable the user's api_key_env names"
-    if isinstance(exc, openai.NotFoundError):
-        return f"{where}: model not found (404): check the user's model"
-    if isinstance(exc, openai.APIStatusError):
-        return f"{where} answered {exc.status_code}: {str(exc.message)[:300]}"
-    return f"{where}: {type(exc).__name__}: {exc}"
+_FIELDS = Settings(
+    url="the user's model_url",
+    key="set the variable the user's api_key_env names",
+    model="the user's model",
+)
+"""A task file's names of the endpoint's settings, for what a failure says to fix."""

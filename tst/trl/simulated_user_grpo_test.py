@@ -27,31 +27,8 @@ from trl import GRPOTrainer  # noqa: E402
 from agent_env import read_trajectories  # noqa: E402
 from agent_env.training.trl import AgentEnv  # noqa: E402
 from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E402
+from tst.support.bundles import a_task, make_bundle  # noqa: E402
 from tst.trl._generated import followed_by  # noqa: E402
-
-SHELF = '''
-from agent_env import Env, tool
-
-
-class Shelf(Env):
-    """Books on a shelf."""
-
-    def setup(self, seed):
-        self.books = []
-
-    def items(self):
-        return list(self.books)
-
-    @tool
-    def put_book(self, title: str) -> str:
-        """Put a book on the shelf.
-
-        Args:
-            title: The book's title.
-        """
-        self.books.append(title)
-        return "ok"
-'''
 
 USERS = """
 def member(context):
@@ -68,20 +45,12 @@ NOT_ASKED = "Where is the book I asked for?"
 
 
 def shelf_bundle(root: Path) -> Path:
-    (root / "envs").mkdir(parents=True)
-    (root / "tasks").mkdir()
-    (root / "bundle.toml").write_text('[agents.keeper]\nenvs = ["shelf"]\n')
-    (root / "envs" / "shelf.py").write_text(SHELF)
-    (root / "users.py").write_text(textwrap.dedent(USERS))
-    task = {
-        "agent": "keeper",
-        "turns": ["Hello, I would like a book shelved."],
-        "user": {"function": "member", "max_turns": 3},
-        "verifiers": [{"type": "items", "env": "shelf", "expected": ["Dune"]}],
-    }
-    lines = [json.dumps({"id": f"member-{n}", **task}) for n in (1, 2)]
-    (root / "tasks" / "train.jsonl").write_text("\n".join(lines) + "\n")
-    return root
+    """The shelf bundle, its two tasks each with the member as their user."""
+    user = {"function": "member", "max_turns": 3}
+    tasks = [
+        a_task(id=f"member-{n}", turns=["Hello, I would like a book shelved."], user=user) for n in (1, 2)
+    ]
+    return make_bundle(root, tasks={"train": tasks}, files={"users.py": textwrap.dedent(USERS)})
 
 
 def call(name: str, **arguments: Any) -> str:

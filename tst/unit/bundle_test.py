@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from agent_env import BundleError, load_bundle
-from tst.unit._bundles import SHELF, TOML, a_task, make_bundle
+from tst.support.bundles import SHELF, TOML, a_task, make_bundle
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "harbor"
 

@@ -15,9 +15,9 @@ from agent_env import TrajectoryRecorder, read_trajectories
 from agent_env.openenv import build_app, build_served_app
 from agent_env.testing import FakeTask, fake_served
 from agent_env.training.trl import AgentEnv
+from tst.support.bundles import TOML, make_bundle
 from tst.support.harbor import HARBOR, SINGLE_TURN_TASK
 from tst.support.tools import add_crate
-from tst.unit._bundles import TOML, make_bundle
 
 
 def _play(env: AgentEnv, index: int, *calls: dict[str, object]) -> float | None:

@@ -13,8 +13,8 @@ from agent_env.bundle import load_bundle
 from agent_env.errors import BundleError, SandboxUnavailableError
 from agent_env.sandbox import ImageBuildError, SandboxConfig, build_sandbox_image, registry, sandbox_provider
 from agent_env.sandbox import docker_image as image_module
+from tst.support.bundles import TOML, make_bundle
 from tst.support.harbor import HARBOR
-from tst.unit._bundles import TOML, make_bundle
 
 NO_ENGINE = "unix:///nonexistent/docker.sock"
 SCRIPT = Path(sys.executable).parent / "agent-env"

@@ -12,8 +12,8 @@ import pytest
 
 from agent_env.openenv import build_app
 from agent_env.training.trl import TASK_OVER, AgentEnv, ToolCallError
+from tst.support.bundles import a_task, make_bundle
 from tst.support.serving import Serve
-from tst.unit._bundles import a_task, make_bundle
 from tst.unit.training._trl import Open
 
 USERS = """

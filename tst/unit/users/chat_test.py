@@ -4,18 +4,17 @@ opens the next turn, or, `STOP`, ends the task. An endpoint that fails ends the 
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agent_env import Episode, EpisodeError, ErrorCode, TurnEnd, load_bundle
+from agent_env import EpisodeError, ErrorCode, TurnEnd
 from agent_env.users import STOP
 from agent_env.users.chat import INSTRUCTIONS
+from tst.support.bundles import a_task, make_bundle
 from tst.support.user_model_stand_in import API_KEY, MODEL, UserModelStandIn
-from tst.unit._bundles import a_task, make_bundle
+from tst.unit.users._play import played
 
 PERSONA = "You are Ada, a reader who wants Dune shelved."
 
@@ -36,26 +35,6 @@ def model_bundle(root: Path, url: str, **user: Any) -> Path:
     return make_bundle(root, tasks={"train": [task]})
 
 
-def played(root: Path, moves: Sequence[tuple[list[str], str]]) -> list[TurnEnd]:
-    episode = Episode(load_bundle(root).task("train", 0))
-
-    async def main() -> list[TurnEnd]:
-        ends = []
-        try:
-            await episode.deploy()
-            for books, reply in moves:
-                for title in books:
-                    await episode.call_tool("put_book", {"title": title})
-                ends.append(end := await episode.end_turn(reply))
-                if end.done:
-                    break
-        finally:
-            await episode.teardown()
-        return ends
-
-    return asyncio.run(main())
-
-
 @pytest.fixture(autouse=True)
 def key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("USER_MODEL_KEY", API_KEY)
@@ -65,7 +44,7 @@ def test_the_model_s_answer_opens_the_next_turn_and_its_stop_ends_the_task_which
     model = UserModelStandIn(bookish)
     root = model_bundle(tmp_path, f"{serve(model.app).url}/v1")
 
-    ends = played(root, [([], "Which book would you like?"), (["Dune"], "Dune is shelved.")])
+    _, ends = played(root, [([], "Which book would you like?"), (["Dune"], "Dune is shelved.")])
 
     assert ends[0] == TurnEnd(done=False, turn=2, prompt="Dune, please.")
     assert ends[1].done and ends[1].score == 1.0

@@ -7,14 +7,14 @@ from __future__ import annotations
 import asyncio
 import json
 import textwrap
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_env import Episode, EpisodeError, ErrorCode, TurnEnd, load_bundle, trajectory_of
-from tst.unit._bundles import a_task, make_bundle
+from tst.support.bundles import a_task, make_bundle
+from tst.unit.users._play import played
 
 USERS = """
     import asyncio
@@ -68,28 +68,6 @@ def shelf_bundle(root: Path, user: dict[str, Any], **task: Any) -> Path:
         tasks={"train": [a_task(**fields)]},
         files={"users.py": textwrap.dedent(USERS)},
     )
-
-
-def played(root: Path, moves: Sequence[tuple[list[str], str]]) -> tuple[Episode, list[TurnEnd]]:
-    """Play the bundle's task: each move shelves its books, then ends the turn with its reply."""
-    episode = Episode(load_bundle(root).task("train", 0))
-
-    async def main() -> list[TurnEnd]:
-        ends = []
-        try:
-            await episode.deploy()
-            for books, reply in moves:
-                for title in books:
-                    await episode.call_tool("put_book", {"title": title})
-                end = await episode.end_turn(reply)
-                ends.append(end)
-                if end.done:
-                    break
-        finally:
-            await episode.teardown()
-        return ends
-
-    return episode, asyncio.run(main())
 
 
 def failure(root: Path, reply: str = "Which book?") -> EpisodeError:

@@ -1,5 +1,5 @@
-"""Bundles written into a test's folder: a shelf env, a reader agent, a task to shelve a book; each
-part replaceable, so a test writes exactly the bundle it is about."""
+"""Bundles written into a test's folder, for every tier: a shelf env, a reader agent, a task to shelve
+a book; each part replaceable, so a test writes exactly the bundle it is about."""
 
 from __future__ import annotations
 
