@@ -1,8 +1,12 @@
 """Episodes: one play of one task, and the one owner of its lifecycle.
 
 new -> deploying -> turn k open -> verifying -> scored | failed -> tearing down -> torn down.
-`end_turn(reply)` opens the next turn (answering with its prompt) or, after the last one, runs the
-verifiers and scores. The episode holds its state, its open turn and its outcome, and emits an event
+The deploy makes the Python envs' instances, then the sandbox, then starts the MCP envs' servers
+(which may work in its folder) and takes the tools they list into the episode's `toolset`.
+`end_turn(reply)` opens the next turn (answering with its prompt: the task's next fixed turn, or its
+simulated user's message) or, after the last one, runs the verifiers and scores. An error that ends
+episodes (`ENDING_CODES`: an MCP server gone) ends this one wherever it is raised. The episode holds
+its state, its open turn and its outcome, and emits an event
 for each thing that happens (`agent_env.events`): whoever plays it (the server's session, the CLI)
 reads those instead of keeping its own. Teardown runs exactly once, never raises, and releases
 everything the episode made, even when it comes while a deploy or a call is still in flight.
