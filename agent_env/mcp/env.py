@@ -60,6 +60,7 @@ class McpEnv:
         self.tools: tuple[McpTool, ...] = ()
         self._loop = asyncio.get_running_loop()
         self._process: StdioServer | None = None
+        self._starting: asyncio.Future[StdioServer] | None = None
         self._own_folder: Path | None = None
         self._session: ClientSession | None = None
         self._runner: asyncio.Task[None] | None = None
@@ -157,6 +158,11 @@ class McpEnv:
         if runner is not None and runner.done() and not runner.cancelled():
             runner.exception()  # what ended it was told to any call it failed; none is left unread
         self._session = None
+        starting = self._starting
+        if self._process is None and starting is not None:
+            await asyncio.wait({starting}, timeout=CLOSE_TIMEOUT_S)
+            if starting.done() and not starting.cancelled() and starting.exception() is None:
+                self._process = starting.result()
         if self._process is not None:
             await self._process.stop()
         if self._own_folder is not None:
@@ -171,8 +177,10 @@ class McpEnv:
             env = dict(server.env)
             if seed is not None:
                 env[SEED_VARIABLE] = json.dumps(seed, ensure_ascii=False)
+            # Shielded: a start cut short by its deadline still hands its process to close() to stop.
+            self._starting = asyncio.ensure_future(StdioServer.start(server.command, server.args, env, cwd))
             try:
-                self._process = await StdioServer.start(server.command, server.args, env, cwd)
+                self._process = await asyncio.shield(self._starting)
             except OSError as exc:
                 raise self._error(ErrorCode.DEPLOY_FAILED, f"could not start: {exc}") from None
             transport: Transport = self._process.streams()
