@@ -20,14 +20,13 @@ import sys
 import time
 from typing import Annotated, Any
 
+from mcp.server.fastmcp import Context, FastMCP
 from pydantic import Field
 
 CRASH_MESSAGE = "fatal: the notes store is corrupt"
 
 
-def notes_server(*, dashed: bool = False) -> Any:
-    from mcp.server.fastmcp import FastMCP
-
+def notes_server(*, dashed: bool = False) -> FastMCP:
     notes: list[str] = list(json.loads(os.environ.get("AGENT_ENV_SEED") or "{}").get("notes", []))
     server = FastMCP("notes", log_level="WARNING")
 
@@ -68,6 +67,11 @@ def notes_server(*, dashed: bool = False) -> Any:
     def where() -> dict[str, Any]:
         """The server's working folder, the files in it, and its pid."""
         return {"cwd": os.getcwd(), "files": sorted(os.listdir()), "pid": os.getpid()}
+
+    @server.tool()
+    def session(ctx: Context) -> str:  # type: ignore[type-arg]
+        """Which MCP session asks: one per client connection."""
+        return hex(id(ctx.session))
 
     if dashed:
 

@@ -75,7 +75,7 @@ def test_a_stdio_server_s_tools_are_offered_and_called_with_their_results_as_tex
 
     assert answers == ["noted: milk", "noted: eggs", '["milk", "eggs"]']
     names = [tool["function"]["name"] for tool in episode.tools]
-    assert names == ["add_note", "list_notes", "fail", "crash", "hang", "start_helper", "where"]
+    assert names == ["add_note", "list_notes", "fail", "crash", "hang", "start_helper", "where", "session"]
     add_note = episode.tools[0]["function"]
     assert add_note == {
         "name": "add_note",
@@ -364,18 +364,24 @@ def test_a_url_server_is_shared_by_episodes_each_with_its_own_session(tmp_path: 
     with http_notes_server() as server:
         bundle = load_bundle(notes_bundle(tmp_path, http_server(server.url)))
 
-        async def main() -> list[str]:
+        async def main() -> list[Any]:
             first, second = Episode(bundle.task("train", 0)), Episode(bundle.task("train", 0))
             try:
                 await asyncio.gather(first.deploy(), second.deploy())
                 await first.call_tool("add_note", {"text": "milk"})
                 await second.call_tool("add_note", {"text": "eggs"})
-                return [await first.call_tool("list_notes", {}), (await second.end_turn("Done.")).score]
+                sessions = {await first.call_tool("session", {}), await second.call_tool("session", {})}
+                return [
+                    await first.call_tool("list_notes", {}),
+                    (await second.end_turn("Done.")).score,
+                    sessions,
+                ]
             finally:
                 await asyncio.gather(first.teardown(), second.teardown())
 
-        listed, score = asyncio.run(main())
+        listed, score, sessions = asyncio.run(main())
 
+    assert len(sessions) == 2
     assert listed == '["milk", "eggs"]'  # one server: its notes are every episode's
     assert score == 0.0  # the second episode's verifier reads the shared list, not ["milk"]
 
