@@ -35,12 +35,14 @@ from pydantic import ValidationError
 
 from agent_env.env import Env, EnvSpec
 from agent_env.errors import BundleError, EnvDefinitionError, EpisodeError, Problem, validation_problems
+from agent_env.mcp._require import INSTALL as MCP_INSTALL
 from agent_env.mcp.config import McpServerConfig, resolve_placeholders
 from agent_env.mcp.spec import McpEnvSpec
 from agent_env.sandbox.registry import PROVIDERS
 from agent_env.specs import AccessChange, Script
 from agent_env.task import Agent, AgentConfig, BundleConfig, FileSource, Task, TaskEntry
 from agent_env.toolset import AnyEnvSpec, Toolset
+from agent_env.users._require import INSTALL as USERS_INSTALL
 from agent_env.users.spec import USER_KINDS, SimulatedUser, UserFunction, UserModel
 from agent_env.verifiers import VERIFIER_TYPES, FunctionCheck, ItemsCheck, Verifier, VerifierFunction
 
@@ -218,7 +220,7 @@ class _Loader:
         if servers and importlib.util.find_spec("mcp") is None:
             self.problem(
                 next(iter(servers.values()))[0],
-                "MCP envs need the mcp extra, not installed here: pip install 'agentenv-framework[mcp]'",
+                f"MCP envs need the mcp extra, not installed here: {MCP_INSTALL}",
             )
         found: dict[str, McpEnvSpec] = {}
         for name, (where, server) in servers.items():
@@ -636,8 +638,7 @@ class _Loader:
             if importlib.util.find_spec("openai") is None:
                 self.problem(
                     where,
-                    "a user played by a chat model needs the users extra, not installed here: "
-                    "pip install 'agentenv-framework[users]'",
+                    f"a chat model's user needs the users extra, not installed here: {USERS_INSTALL}",
                 )
             return SimulatedUser(spec)
         assert isinstance(spec, UserFunction)

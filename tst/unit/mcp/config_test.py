@@ -96,6 +96,15 @@ def test_a_server_s_settings_that_do_not_make_sense_are_refused_saying_why(tmp_p
     assert wrong in problem
 
 
+def test_an_env_name_a_toolset_name_could_not_hold_is_refused(tmp_path):
+    problems = problems_of(notes_bundle(tmp_path, '[mcp."notes+more"]\ncommand = "x"\n', tasks=[]))
+
+    assert (
+        "bundle.toml: mcp.notes+more: env name 'notes+more' must match ^[A-Za-z_][A-Za-z0-9_-]*$; rename it"
+        in (problems)
+    )
+
+
 def test_one_env_name_declared_twice_is_refused(tmp_path):
     root = notes_bundle(tmp_path, stdio_server())
     (root / "envs").mkdir()
