@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Iterable
+
+
+def installed(name: str) -> bool:
+    """Whether the module `name` is there to import, without importing it (a bundle's load asks, for
+    what its envs and users will need)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent that is not a package; an entry blocked in sys.modules
+        return False
 
 
 def require_modules(names: Iterable[str], *, needed_by: str, install: str) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent_env._extras import installed
 from agent_env.env import Env, EnvSpec
 from agent_env.errors import BundleError, EnvDefinitionError, EpisodeError, Problem, validation_problems
 from agent_env.mcp._require import INSTALL as MCP_INSTALL
@@ -217,7 +218,7 @@ class _Loader:
                     self.problem(where, message)
                 continue
             servers[name] = (where, server)
-        if servers and importlib.util.find_spec("mcp") is None:
+        if servers and not installed("mcp"):
             self.problem(
                 next(iter(servers.values()))[0],
                 f"MCP envs need the mcp extra, not installed here: {MCP_INSTALL}",
@@ -635,7 +636,7 @@ class _Loader:
                 "raise max_turns",
             )
         if isinstance(spec, UserModel):
-            if importlib.util.find_spec("openai") is None:
+            if not installed("openai"):
                 self.problem(
                     where,
                     f"a chat model's user needs the users extra, not installed here: {USERS_INSTALL}",
