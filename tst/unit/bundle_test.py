@@ -1,9 +1,10 @@
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
-from agent_env import BundleError, load_bundle
+from agent_env import BundleError, Episode, load_bundle
 from tst.support.bundles import SHELF, TOML, a_task, make_bundle
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "harbor"
@@ -515,3 +516,65 @@ def test_a_task_with_a_user_tells_the_task_api_who_writes_its_later_turns_and_th
     )
 
     assert (spec.turns, spec.user, spec.max_turns) == (1, "function", 5)
+
+
+LISTING_SHELF = (
+    SHELF
+    + '''
+    @tool
+    def list_books(self, starting: str = "") -> list:
+        """The books on the shelf whose title starts with a text.
+
+        Args:
+            starting: The titles' beginning.
+        """
+        return [book for book in self.books if book.startswith(starting)]
+'''
+)
+
+
+def test_an_items_verifier_may_read_a_python_env_through_one_of_its_tools(tmp_path):
+    check = {"type": "items", "env": "shelf", "tool": "list_books", "arguments": {"starting": "D"}}
+    tasks = {"train": [a_task(verifiers=[{**check, "expected": ["Dune"]}])]}
+    task = load_bundle(make_bundle(tmp_path / "b", envs={"shelf": LISTING_SHELF}, tasks=tasks)).task(
+        "train", 0
+    )
+    episode = Episode(task)
+
+    async def main():
+        try:
+            await episode.deploy()
+            await episode.call_tool("put_book", {"title": "Dune"})
+            await episode.call_tool("put_book", {"title": "Emma"})
+            return await episode.end_turn("Shelved.")
+        finally:
+            await episode.teardown()
+
+    assert asyncio.run(main()).score == 1.0
+
+
+def test_an_items_verifier_s_tool_and_arguments_on_a_python_env_are_checked_at_load(tmp_path):
+    tasks = {
+        "train": [
+            a_task(
+                id="t1", verifiers=[{"type": "items", "env": "shelf", "tool": "list_bok", "expected": []}]
+            ),
+            a_task(
+                id="t2",
+                verifiers=[
+                    {
+                        "type": "items",
+                        "env": "shelf",
+                        "tool": "list_books",
+                        "arguments": {"start": "D"},
+                        "expected": [],
+                    }
+                ],
+            ),
+        ]
+    }
+
+    problems = problems_of(make_bundle(tmp_path / "b", envs={"shelf": LISTING_SHELF}, tasks=tasks))
+
+    assert "env 'shelf' has no tool 'list_bok'; did you mean 'list_books'?" in problems[0]
+    assert "the items verifier's arguments: list_books: argument 'start' is unknown" in problems[1]
