@@ -1,4 +1,5 @@
-"""A trajectory folder is read afresh at each look; one that cannot be shown says what to pass."""
+"""A trajectory folder is read afresh at each look; one that cannot be shown says what to pass; only its
+own regular files are read, none waited on, and what is left unread is named with why."""
 
 from __future__ import annotations
 

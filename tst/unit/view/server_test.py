@@ -1,5 +1,6 @@
 """The viewer's JSON API, asked over HTTP of a real server on 127.0.0.1, over trajectory files as a
-recorder writes them: the table filters, one episode whole, skipped lines counted, new lines seen."""
+recorder writes them: the table filters, one episode whole, skipped lines counted, new lines seen,
+files that are not regular or are links left unread, and a burst of requests all answered."""
 
 from __future__ import annotations
 
@@ -190,7 +191,11 @@ def test_a_link_out_of_the_folder_is_not_read_and_is_listed_as_skipped(
 
     assert listing["total"] == 3 and "secret" not in listing["choices"]["task"]
     assert listing["skipped"]["lines"] == [
-        {"file": "passwd.jsonl", "line": 0, "why": "a symbolic link (to /etc/passwd): links are not followed"},
+        {
+            "file": "passwd.jsonl",
+            "line": 0,
+            "why": "a symbolic link (to /etc/passwd): links are not followed",
+        },
         {
             "file": "secret.jsonl",
             "line": 0,
