@@ -232,17 +232,23 @@ def read_trajectories(
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
     for file in files:
         with file.open(encoding="utf-8", errors="replace") as lines:
-            for number, line in enumerate(lines, 1):
-                if not line.strip():
-                    continue
-                try:
-                    yield Trajectory.model_validate_json(line)
-                except ValidationError as exc:
-                    problems = validation_problems(exc, noun="field")
-                    why = "; ".join(problems[:3]) + (
-                        f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-                    )
-                    if skipped is None:
-                        log.warning("%s:%d is not a trajectory: %s", file, number, why)
-                    else:
-                        skipped(file, number, why)
+            yield from trajectories_in(lines, file, skipped=skipped)
+
+
+def trajectories_in(
+    lines: Iterable[str], file: Path, *, skipped: Callable[[Path, int, str], None] | None = None
+) -> Iterator[Trajectory]:
+    """The trajectories among `lines`, those of `file` (which names it in what is skipped), for a
+    reader that opens the file itself (`agent-env view` opens regular files only); as above otherwise."""
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield Trajectory.model_validate_json(line)
+        except ValidationError as exc:
+            problems = validation_problems(exc, noun="field")
+            why = "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else "")
+            if skipped is None:
+                log.warning("%s:%d is not a trajectory: %s", file, number, why)
+            else:
+                skipped(file, number, why)

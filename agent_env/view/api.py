@@ -1,8 +1,9 @@
 """What the viewer's JSON API answers: the table's rows (filtered), one episode, and the filters.
 
 `/api/episodes` lists every episode that passes the filters, newest first, with the choices each
-filter offers (from every episode, so a filter never hides its own options) and the lines skipped;
-`/api/episodes/<id>` is one trajectory as recorded. Values here are plain JSON, for the page alone.
+filter offers (from every episode, so a filter never hides its own options) and the lines skipped
+(line 0: a whole file left unread, such as a link or a FIFO); `/api/episodes/<id>` is one trajectory
+as recorded. Values here are plain JSON, for the page alone.
 """
 
 from __future__ import annotations

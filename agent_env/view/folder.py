@@ -3,18 +3,37 @@
 A folder is re-listed at each read, and a file is parsed again only when its size or time changed:
 a recorder appending to one file costs a re-read of that file alone. Lines that are not trajectories
 are kept as `SkippedLine`s, so the page can say how many it left out and where.
+
+Only the folder's own regular files are read, and none is waited on: a FIFO, socket, device or
+folder named `*.jsonl` is skipped unopened (a FIFO's open would block until a writer came, holding
+every later read behind the lock), and so is a symbolic link, wherever it points: one out of the
+folder would show what the folder does not hold, and one within it shows a file read anyway. Each is
+a `SkippedLine` of line 0 saying why. Subfolders are not walked. Files are opened by name relative to
+the folder's descriptor, without following a link and without blocking, and checked by their
+descriptor, so a file swapped after its look is still never read unless regular.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_env.recording import read_trajectories
+from agent_env.recording import trajectories_in
 from agent_env.trajectory import Trajectory
 
 _WHY_CHARS = 300
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 class ViewError(Exception):
@@ -31,7 +50,8 @@ class Recorded:
 
 @dataclass(frozen=True)
 class SkippedLine:
-    """A line of a trajectory file that is not a trajectory of this schema, and why."""
+    """A line of a trajectory file that is not a trajectory of this schema, and why; line 0 is a
+    whole file left unread (not a regular file, a link, unreadable)."""
 
     file: str
     line: int
@@ -49,17 +69,21 @@ class Listing:
 
 @dataclass(frozen=True)
 class _Parsed:
-    stamp: tuple[int, int]
+    stamp: tuple[int, ...]
     episodes: tuple[Recorded, ...]
     skipped: tuple[SkippedLine, ...]
 
 
 class TrajectoryFolder:
-    """A folder of `*.jsonl` trajectory files (or one such file), read afresh at each `read`."""
+    """A folder of `*.jsonl` trajectory files (or one such file), read afresh at each `read`.
+
+    The folder (or file) named is followed if it is a link: the user chose it. Within it, only regular
+    files are read (the module says why); reads share a lock, so a changed file is parsed once.
+    """
 
     def __init__(self, where: str | Path) -> None:
         self.path = Path(where)
-        self._parsed: dict[Path, _Parsed] = {}
+        self._parsed: dict[str, _Parsed] = {}
         self._lock = threading.Lock()
 
     def check(self) -> Listing:
@@ -70,42 +94,98 @@ class TrajectoryFolder:
         )
         if not self.path.exists():
             raise ViewError(f"{self.path} does not exist: pass {what}")
+        if not self.path.is_dir() and (kind := _kind(self.path.stat().st_mode)) is not None:
+            raise ViewError(f"{self.path} is not a regular file ({kind}): pass {what}")
         listing = self.read()
         if not listing.episodes:
             found = f"{listing.files} .jsonl files" if self.path.is_dir() else "it"
-            bad = f", {len(listing.skipped)} lines that are not" if listing.skipped else ""
+            lines = sum(1 for s in listing.skipped if s.line)
+            unread = len(listing.skipped) - lines
+            bad = (f", {lines} lines that are not" if lines else "") + (
+                f", {unread} not read" if unread else ""
+            )
             raise ViewError(f"{self.path} holds no trajectories ({found}{bad}): pass {what}")
         return listing
 
     def read(self) -> Listing:
-        files = sorted(self.path.glob("*.jsonl")) if self.path.is_dir() else [self.path]
         with self._lock:
-            parsed = [self._file(file) for file in files]
-            self._parsed = {file: p for file, p in zip(files, parsed, strict=True) if p is not None}
-        kept = [p for p in parsed if p is not None]
+            if self.path.is_dir():
+                read = self._folder()
+            else:
+                read = [(self.path.name, self._file(str(self.path), self.path.name, None))]
+            kept = [(name, p) for name, p in read if p is not None]
+            self._parsed = {name: p for name, p in kept if isinstance(p, _Parsed)}
         return Listing(
-            episodes=tuple(e for p in kept for e in p.episodes),
-            skipped=tuple(s for p in kept for s in p.skipped),
+            episodes=tuple(e for _, p in kept if isinstance(p, _Parsed) for e in p.episodes),
+            skipped=tuple(s for _, p in kept for s in (p.skipped if isinstance(p, _Parsed) else (p,))),
             files=len(kept),
         )
 
-    def _file(self, file: Path) -> _Parsed | None:
+    def _folder(self) -> list[tuple[str, _Parsed | SkippedLine | None]]:
         try:
-            status = file.stat()
-        except OSError:  # removed between the listing and the read
+            folder = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:  # removed or replaced since the look: nothing to show this time
+            return []
+        try:
+            names = sorted(
+                entry.name
+                for entry in os.scandir(folder)
+                if entry.name.endswith(".jsonl") and not entry.name.startswith(".")
+            )
+            return [(name, self._file(name, name, folder)) for name in names]
+        finally:
+            os.close(folder)
+
+    def _file(self, name: str, shown: str, folder: int | None) -> _Parsed | SkippedLine | None:
+        """`name` (within `folder`'s descriptor, else the path the user named) parsed, or why it is
+        not; None if it is gone. Read only if regular when looked at, and again once open."""
+        inside = folder is not None
+        try:
+            looked = os.stat(name, dir_fd=folder, follow_symlinks=not inside)
+            if stat.S_ISLNK(looked.st_mode):
+                target = os.readlink(name, dir_fd=folder)
+                return _unread(shown, f"a symbolic link (to {target}): links are not followed")
+            if (kind := _kind(looked.st_mode)) is not None:
+                return _unread(shown, f"not a regular file ({kind}): not read")
+            known = self._parsed.get(shown)
+            if known is not None and known.stamp == _stamp(looked):
+                return known
+            opened = os.open(name, _OPEN_FLAGS | (os.O_NOFOLLOW if inside else 0), dir_fd=folder)
+        except FileNotFoundError:  # removed between the listing and the read
             return None
-        stamp = (status.st_mtime_ns, status.st_size)
-        known = self._parsed.get(file)
-        if known is not None and known.stamp == stamp:
-            return known
-        name = str(file.relative_to(self.path)) if self.path.is_dir() else file.name
-        skipped: list[SkippedLine] = []
-
-        def skip(_: Path, line: int, why: str) -> None:
-            skipped.append(SkippedLine(name, line, why[:_WHY_CHARS]))
-
-        try:
-            episodes = tuple(Recorded(t, name) for t in read_trajectories(file, skipped=skip))
         except OSError as exc:
-            return _Parsed(stamp, (), (SkippedLine(name, 0, f"unreadable: {exc}"),))
-        return _Parsed(stamp, episodes, tuple(skipped))
+            return _unread(shown, f"unreadable: {exc.strerror or exc}")
+        try:
+            with os.fdopen(opened, encoding="utf-8", errors="replace") as lines:
+                status = os.fstat(opened)
+                if (kind := _kind(status.st_mode)) is not None:  # swapped since it was looked at
+                    return _unread(shown, f"not a regular file ({kind}): not read")
+                return _parse(lines, shown, _stamp(status))
+        except OSError as exc:
+            return _unread(shown, f"unreadable: {exc.strerror or exc}")
+
+
+def _parse(lines: Iterable[str], shown: str, stamp: tuple[int, ...]) -> _Parsed:
+    skipped: list[SkippedLine] = []
+
+    def skip(_: Path, line: int, why: str) -> None:
+        skipped.append(SkippedLine(shown, line, why[:_WHY_CHARS]))
+
+    episodes = tuple(Recorded(t, shown) for t in trajectories_in(lines, Path(shown), skipped=skip))
+    return _Parsed(stamp, episodes, tuple(skipped))
+
+
+def _unread(shown: str, why: str) -> SkippedLine:
+    return SkippedLine(shown, 0, why[:_WHY_CHARS])
+
+
+def _kind(mode: int) -> str | None:
+    """What a file that is not regular is, for its skipped line; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "of another kind")
+
+
+def _stamp(status: os.stat_result) -> tuple[int, ...]:
+    """What changes when a file is written to or replaced."""
+    return (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size)

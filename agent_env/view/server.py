@@ -125,6 +125,10 @@ def _json(status: HTTPStatus, body: Any) -> tuple[HTTPStatus, str, bytes]:
 
 
 class _Server(ThreadingHTTPServer):
+    request_queue_size = 1024
+    """The listen backlog (the kernel caps it at net.core.somaxconn): past the standard library's 5,
+    a page's burst of connections has its SYNs dropped and each waits seconds to be sent again."""
+
     def __init__(self, address: tuple[str, int], view: ViewServer) -> None:
         self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.view = view

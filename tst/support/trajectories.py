@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,3 +42,15 @@ def write_folder(folder: Path, trajectories: Iterable[Trajectory], *, name: str 
         for trajectory in trajectories:
             file.write(json.dumps(trajectory.model_dump(mode="json")) + "\n")
     return folder
+
+
+@contextlib.contextmanager
+def fifo(path: Path) -> Iterator[Path]:
+    """A FIFO at `path`. On leaving, a reader stuck opening it (a viewer that waits on it: the bug its
+    tests look for) is let go, a writer opening and closing it, so a failing run leaves no thread stuck."""
+    os.mkfifo(path)
+    try:
+        yield path
+    finally:
+        with contextlib.suppress(OSError):  # no reader waits (ENXIO), or the test removed it
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))

@@ -73,10 +73,12 @@ function showSkipped(skipped) {
   const badgeNode = $("#skipped");
   const details = $("#skipped-lines");
   badgeNode.hidden = details.hidden = skipped.count === 0;
-  badgeNode.textContent = `${skipped.count} line${skipped.count === 1 ? "" : "s"} skipped (not trajectories)`;
-  details.querySelector("summary").textContent = `${skipped.count} lines skipped: not trajectories of this schema`;
-  details.querySelector("ul").replaceChildren(
-    ...skipped.lines.map((s) => el("li", { text: `${s.file}:${s.line}: ${s.why}` })));
+  badgeNode.textContent = `${skipped.count} skipped (not trajectories)`;
+  details.querySelector("summary").textContent =
+    `${skipped.count} skipped: lines that are not trajectories of this schema, files not read`;
+  // Line 0 is a whole file left unread (a link, a FIFO, a folder named *.jsonl ...).
+  details.querySelector("ul").replaceChildren(...skipped.lines.map((s) =>
+    el("li", { text: s.line ? `${s.file}:${s.line}: ${s.why}` : `${s.file}: ${s.why}` })));
 }
 
 async function showList() {

@@ -108,6 +108,28 @@ def test_the_page_lists_every_episode_and_a_filter_narrows_the_table(view: ViewS
     wait_for(browser, lambda b: table_tasks(b) == ["count-crates"])
 
 
+def test_a_file_left_unread_is_named_at_the_top_with_why_and_its_lines_never_shown(
+    view: ViewServer, browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    elsewhere = write_folder(
+        tmp_path_factory.mktemp("elsewhere"),
+        [played(FakeTask("secret", tools=[add_crate]), ("end", "done"))],
+    )
+    view.folder.path.joinpath("secret.jsonl").symlink_to(elsewhere / "run.jsonl")
+
+    browser.get(view.url)
+    wait_for(browser, lambda b: b.find_element(By.ID, "skipped").is_displayed())
+    browser.find_element(By.CSS_SELECTOR, "#skipped-lines summary").click()
+
+    assert browser.find_element(By.ID, "skipped").text == "1 skipped (not trajectories)"
+    assert texts(browser, "#skipped-lines li") == [
+        f"secret.jsonl: a symbolic link (to {elsewhere / 'run.jsonl'}): links are not followed"
+    ]
+    assert sorted(table_tasks(browser)) == ["count-crates", "store-crate", "store-then-lift"]
+
+
 def test_an_episode_shows_its_conversation_calls_with_an_error_marked_and_its_verifier_scores(
     view: ViewServer, browser: Any
 ) -> None:

@@ -1,9 +1,11 @@
 """The viewer's JSON API, asked over HTTP of a real server on 127.0.0.1, over trajectory files as a
-recorder writes them: the table filters, one episode whole, skipped lines counted, new lines seen."""
+recorder writes them: the table filters, one episode whole, skipped lines counted, new lines seen,
+files that are not regular or are links left unread, and a burst of requests all answered."""
 
 from __future__ import annotations
 
 import json
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -16,13 +18,13 @@ from agent_env import TrajectoryRecorder
 from agent_env.testing import FakeTask
 from agent_env.view import ViewServer
 from tst.support.tools import add_crate, jam_crane
-from tst.support.trajectories import played, write_folder
+from tst.support.trajectories import fifo, played, write_folder
 
 
-def get(url: str, *, host: str | None = None) -> tuple[int, Any]:
+def get(url: str, *, host: str | None = None, timeout: float = 10) -> tuple[int, Any]:
     request = urllib.request.Request(url, headers={"Host": host} if host else {})
     try:
-        with urllib.request.urlopen(request, timeout=10) as answer:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
             return answer.status, json.loads(answer.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
@@ -159,6 +161,70 @@ def test_lines_that_are_not_trajectories_are_skipped_and_counted_with_their_file
         ("broken.jsonl", 2),
     ]
     assert "field 'recorded_by' is required" in listing["skipped"]["lines"][1]["why"]
+
+
+def test_a_fifo_in_the_folder_is_listed_as_skipped_at_once_and_once_removed_the_list_answers_without_it(
+    view: ViewServer, folder: Path
+) -> None:
+    with fifo(folder / "pipe.jsonl") as pipe:
+        status, listing = get(f"{view.url}api/episodes", timeout=5)
+        pipe.unlink()
+        after = get(f"{view.url}api/episodes", timeout=5)
+
+    assert (status, listing["total"]) == (200, 3)
+    assert listing["skipped"]["lines"] == [
+        {"file": "pipe.jsonl", "line": 0, "why": "not a regular file (a FIFO): not read"}
+    ]
+    assert (after[0], after[1]["total"], after[1]["skipped"]["count"]) == (200, 3, 0)
+
+
+def test_a_link_out_of_the_folder_is_not_read_and_is_listed_as_skipped(
+    view: ViewServer, folder: Path, tmp_path: Path
+) -> None:
+    elsewhere = write_folder(
+        tmp_path / "elsewhere", [played(FakeTask("secret", tools=[add_crate]), ("end", "done"))]
+    )
+    (folder / "secret.jsonl").symlink_to(elsewhere / "run.jsonl")
+    (folder / "passwd.jsonl").symlink_to("/etc/passwd")
+
+    _, listing = get(f"{view.url}api/episodes")
+
+    assert listing["total"] == 3 and "secret" not in listing["choices"]["task"]
+    assert listing["skipped"]["lines"] == [
+        {
+            "file": "passwd.jsonl",
+            "line": 0,
+            "why": "a symbolic link (to /etc/passwd): links are not followed",
+        },
+        {
+            "file": "secret.jsonl",
+            "line": 0,
+            "why": f"a symbolic link (to {elsewhere / 'run.jsonl'}): links are not followed",
+        },
+    ]
+
+
+def test_200_requests_at_once_are_all_answered(view: ViewServer) -> None:
+    """Each within 5 s: past a listen backlog's room, a connection waits for its SYN to be sent again
+    (1 s, 3 s, 7 s ... later) or times out."""
+    clients = 200
+    start = threading.Barrier(clients)
+    answered: list[int] = []
+
+    def ask() -> None:
+        start.wait(timeout=30)
+        try:
+            answered.append(get(f"{view.url}api/episodes", timeout=5)[0])
+        except OSError:  # timed out, or refused
+            answered.append(-1)
+
+    threads = [threading.Thread(target=ask, daemon=True) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert sorted(answered) == [200] * clients, f"{answered.count(-1)} of {clients} unanswered"
 
 
 def test_lines_written_after_the_server_started_show_up_at_the_next_list(
