@@ -503,6 +503,25 @@ def test_a_url_server_that_dies_mid_episode_ends_it_naming_the_server_and_why(tm
     assert episode.state is EpisodeState.TORN_DOWN
 
 
+def test_a_url_server_s_answer_over_max_result_bytes_is_a_tool_error_and_its_session_plays_on(
+    tmp_path: Path,
+) -> None:
+    with http_notes_server() as server:
+        episode = episode_of(notes_bundle(tmp_path, http_server(server.url, max_result_bytes=100_000)))
+
+        async def steps(episode: Episode) -> tuple[EpisodeError, str]:
+            with pytest.raises(EpisodeError) as caught:
+                await episode.call_tool("big", {"megabytes": 30})
+            assert episode.state is EpisodeState.TURN_OPEN
+            return caught.value, await episode.call_tool("add_note", {"text": "milk"})
+
+        error, after = played(episode, steps)
+
+    assert error.code == ErrorCode.TOOL_ERROR
+    assert "answered with a message over its max_result_bytes of 100000 bytes" in error.message
+    assert after == "noted: milk"
+
+
 def test_a_url_nobody_answers_at_fails_the_deploy_saying_so(tmp_path: Path) -> None:
     with http_notes_server() as server:
         url = server.url
