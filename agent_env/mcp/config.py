@@ -23,6 +23,9 @@ SEED_VARIABLE = "AGENT_ENV_SEED"
 """The variable in which a stdio server finds the task's seed data for its env, as JSON (if any)."""
 DEFAULT_START_TIMEOUT_S = 10.0
 DEFAULT_CALL_TIMEOUT_S = 30.0
+DEFAULT_MAX_RESULT_BYTES = 1 << 20
+"""1 MiB: far above what a tool's answer for an agent is (bash's output is cut at 16 KiB), far below
+what would stall a server to read."""
 
 _PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 
@@ -57,6 +60,12 @@ class McpServerConfig(BaseModel):
     )
     call_timeout_s: float = Field(
         DEFAULT_CALL_TIMEOUT_S, gt=0, description="Each call's deadline; past it the episode ends."
+    )
+    max_result_bytes: int = Field(
+        DEFAULT_MAX_RESULT_BYTES,
+        gt=0,
+        description="The most one message from the server may hold (a stdio line, or an HTTP response's "
+        "body): a call answered with more fails (TOOL_ERROR), the rest unread.",
     )
     roles: dict[str, tuple[str, ...]] = Field(
         default_factory=dict, description="Tool name -> the roles it is limited to (as @tool(roles=...))."

@@ -32,6 +32,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from agent_env.errors import ENDING_CODES, EpisodeError, ErrorCode  # noqa: E402
 from agent_env.mcp.config import SEED_VARIABLE  # noqa: E402
+from agent_env.mcp.limits import TOO_LARGE, CappedTransport  # noqa: E402
 from agent_env.mcp.spec import McpEnvSpec  # noqa: E402
 from agent_env.mcp.stdio import ReadStream, ServerExitedError, StdioServer, WriteStream  # noqa: E402
 from agent_env.mcp.tools import McpListingError, McpTool, listed_tools, result_text, result_value  # noqa: E402
@@ -178,7 +179,11 @@ class McpEnv:
             if seed is not None:
                 env[SEED_VARIABLE] = json.dumps(seed, ensure_ascii=False)
             # Shielded: a start cut short by its deadline still hands its process to close() to stop.
-            self._starting = asyncio.ensure_future(StdioServer.start(server.command, server.args, env, cwd))
+            self._starting = asyncio.ensure_future(
+                StdioServer.start(
+                    server.command, server.args, env, cwd, max_message_bytes=server.max_result_bytes
+                )
+            )
             try:
                 self._process = await asyncio.shield(self._starting)
             except OSError as exc:
@@ -186,7 +191,7 @@ class McpEnv:
             transport: Transport = self._process.streams()
         else:
             assert server.url is not None
-            transport = _http(server.url, server.headers, server.start_timeout_s)
+            transport = _http(server.url, server.headers, server.start_timeout_s, server.max_result_bytes)
         opened: asyncio.Future[list[types.Tool]] = self._loop.create_future()
         self._runner = asyncio.ensure_future(self._run(transport, opened))
         starting: set[asyncio.Future[Any]] = {opened, self._runner}
@@ -216,7 +221,7 @@ class McpEnv:
         if session is None or runner is None or runner.done():
             raise self._error(ErrorCode.ENV_FAILED, f"is gone{await self._why_lost()}")
         call = asyncio.ensure_future(session.call_tool(tool.remote, arguments))
-        limit = self.spec.server.call_timeout_s
+        limit, limit_bytes = self.spec.server.call_timeout_s, self.spec.server.max_result_bytes
         racing: set[asyncio.Future[Any]] = {call, runner}
         try:
             async with asyncio.timeout(limit):
@@ -235,6 +240,13 @@ class McpEnv:
         try:
             return call.result()
         except McpError as exc:
+            if exc.error.code == TOO_LARGE:
+                raise EpisodeError(
+                    ErrorCode.TOOL_ERROR,
+                    f"{tool.name} failed: MCP server '{self.name}' answered with a message over its "
+                    f"max_result_bytes of {limit_bytes} bytes, which was dropped unread: make the tool "
+                    f"answer less, or raise [mcp.{self.name}] max_result_bytes",
+                ) from None
             raise EpisodeError(ErrorCode.TOOL_ERROR, f"{tool.name} failed: {exc.error.message}") from None
         except RuntimeError as exc:  # the SDK's check of a result against the tool's output schema
             raise EpisodeError(ErrorCode.TOOL_ERROR, f"{tool.name} failed: {exc}") from None
@@ -268,12 +280,14 @@ def _leaf(error: BaseException | None) -> BaseException | None:
 
 @asynccontextmanager
 async def _http(
-    url: str, headers: Mapping[str, str], connect_timeout_s: float
+    url: str, headers: Mapping[str, str], connect_timeout_s: float, max_message_bytes: int
 ) -> AsyncIterator[tuple[ReadStream, WriteStream]]:
-    """A streamable HTTP session's streams; reads are left unbounded, since each call has its deadline."""
+    """A streamable HTTP session's streams; reads are left unbounded, since each call has its deadline,
+    and each response's body is capped (`CappedTransport`)."""
     timeout = httpx.Timeout(connect_timeout_s, read=None)
+    transport = CappedTransport(max_message_bytes)
     async with (
-        httpx.AsyncClient(headers=dict(headers), timeout=timeout) as client,
+        httpx.AsyncClient(headers=dict(headers), timeout=timeout, transport=transport) as client,
         streamable_http_client(url, http_client=client) as (read, write, _),
     ):
         yield read, write

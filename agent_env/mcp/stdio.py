@@ -3,8 +3,15 @@ and stopped with every process it started.
 
 The process is a plain `subprocess.Popen` (`agent_env._processes`), not the SDK's `stdio_client`, so
 that the episode holds its pid: a crash is told with its exit code and the last lines it wrote to
-stderr, and at the stop its process group and session are killed before it is reaped (while the
-exited leader still holds the group's id), so nothing it started outlives the episode.
+stderr. It runs under `agent_env._subreaper`, a launcher that every process the server starts stays
+below, whatever session it makes: the launcher kills them all when the server ends, and at the stop
+they are killed from here while it still runs; then its process group and session are (before it is
+reaped), so nothing it started outlives the episode. bubblewrap is not used: it would take the
+server's network and its writes to the machine, and a process namespace alone adds nothing to this.
+
+Each message the server writes is read up to `max_message_bytes`: one over it is dropped as it arrives
+(never held), and the call it answers gets `limits.too_large` instead, so the session goes on. A
+large message is parsed on a worker thread, off the event loop.
 """
 
 from __future__ import annotations
@@ -12,9 +19,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import errno
 import os
+import re
+import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,8 +35,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp import types
 from mcp.shared.message import SessionMessage
 
+from agent_env import _subreaper
 from agent_env._processes import exit_watch, kill_group, kill_session, ready, reap
 from agent_env._threads import run_sync
+from agent_env.mcp.limits import RequestId, too_large
 
 INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "TMPDIR")
 """The variables a server gets from the process that starts it (its `env` adds to them): enough to
@@ -34,6 +47,8 @@ STOP_GRACE_S = 2.0
 """How long a server has to exit once its stdin closes (as MCP asks), and again after SIGTERM."""
 STDERR_TAIL_BYTES = 2048
 _READ_CHUNK = 64 * 1024
+_PARSE_ON_LOOP_BYTES = 64 * 1024
+_ID_SCAN_BYTES = 256
 
 ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
 WriteStream = MemoryObjectSendStream[SessionMessage]
@@ -46,7 +61,7 @@ class ServerExitedError(Exception):
 class StdioServer:
     """One server process; `streams()` is its transport for the SDK's `ClientSession`."""
 
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], *, max_message_bytes: int) -> None:
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
         self.process = process
         self._stdin, self._stdout, self._stderr = (
@@ -60,15 +75,28 @@ class StdioServer:
         self._stderr_tail: collections.deque[bytes] = collections.deque()
         self._stderr_bytes = 0
         self._stopped = False
+        self.max_message_bytes = max_message_bytes
+        self._awaited: dict[RequestId, None] = {}
+        """The ids of the requests sent and not yet answered, oldest first."""
 
     @classmethod
-    async def start(cls, command: str, args: Sequence[str], env: Mapping[str, str], cwd: Path) -> StdioServer:
-        """Start the server (fork and exec off the event loop); OSError when it cannot be."""
+    async def start(
+        cls,
+        command: str,
+        args: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Path,
+        *,
+        max_message_bytes: int,
+    ) -> StdioServer:
+        """Start the server under the launcher (fork and exec off the event loop); OSError when it
+        cannot be."""
         environment = {name: os.environ[name] for name in INHERITED if name in os.environ}
         environment.update(env)
+        program = _program(command, environment.get("PATH", os.defpath), cwd)
         process = await run_sync(
             subprocess.Popen,
-            [command, *args],
+            [sys.executable, "-I", "-S", _subreaper.__file__, program, *args],
             cwd=cwd,
             env=environment,
             stdin=subprocess.PIPE,
@@ -76,7 +104,7 @@ class StdioServer:
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        return cls(process)
+        return cls(process, max_message_bytes=max_message_bytes)
 
     @property
     def exit_code(self) -> int | None:
@@ -120,7 +148,8 @@ class StdioServer:
 
     async def stop(self) -> None:
         """Close its stdin, give it `STOP_GRACE_S` to exit, then SIGTERM and as long again; then kill
-        whatever of its group and session is left, reap it and close its pipes. Never raises."""
+        every process below the launcher, and whatever of its group and session is left, reap it and
+        close its pipes. Never raises."""
         if self._stopped:
             return
         self._stopped = True
@@ -131,6 +160,9 @@ class StdioServer:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, signal.SIGTERM)
             await self.exited(STOP_GRACE_S)
+        if self.process.poll() is None:
+            with contextlib.suppress(Exception):
+                await run_sync(_subreaper.kill_descendants, self.process.pid)
         kill_group(self.process.pid)
         kill_session(self.process.pid)
         exit_fd, self._exit = self._exit, None
@@ -148,24 +180,86 @@ class StdioServer:
                 await ready(fd, writing=False, or_exit=self._exit)
 
     async def _read_messages(self, messages: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
-        buffer = b""
+        """Each line the server writes, as a message; one over `max_message_bytes` is dropped as it
+        arrives, and the call it answers told so."""
+        pieces: list[bytes] = []
+        size = 0
+        head: bytes | None = None  # of a message being dropped
+        told = False  # whether the call it answers was told
         async with messages:
             while chunk := await self._read(self._stdout):
-                *lines, buffer = (buffer + chunk).split(b"\n")
-                for line in lines:
-                    if not line.strip():
-                        continue
-                    try:
-                        message = types.JSONRPCMessage.model_validate_json(line)
-                    except Exception as exc:  # not JSON-RPC: the session is told, as the SDK's transport does
-                        await messages.send(exc)
-                        continue
-                    await messages.send(SessionMessage(message))
+                start = 0
+                while (end := chunk.find(b"\n", start)) != -1:
+                    piece, start = chunk[start:end], end + 1
+                    if head is not None:
+                        if not told:
+                            await self._dropped(messages, (b"".join(pieces) + piece)[-_ID_SCAN_BYTES:])
+                        head = None
+                    else:
+                        await self._deliver(messages, b"".join([*pieces, piece]))
+                    pieces, size = [], 0
+                rest = chunk[start:]
+                pieces.append(rest)
+                size += len(rest)
+                if head is None and size > self.max_message_bytes:
+                    head = b"".join(pieces)[:_ID_SCAN_BYTES]
+                    told = await self._dropped_early(messages, head)
+                if head is not None:  # only the tail is kept: the answering id may be there
+                    pieces, size = [b"".join(pieces)[-_ID_SCAN_BYTES:]], 0
         raise ServerExitedError("the server closed its output")
+
+    async def _deliver(
+        self, messages: MemoryObjectSendStream[SessionMessage | Exception], line: bytes
+    ) -> None:
+        if not line.strip():
+            return
+        try:
+            if len(line) > _PARSE_ON_LOOP_BYTES:
+                message = await run_sync(types.JSONRPCMessage.model_validate_json, line)
+            else:
+                message = types.JSONRPCMessage.model_validate_json(line)
+        except Exception as exc:  # not JSON-RPC: the session is told, as the SDK's transport does
+            await messages.send(exc)
+            return
+        if isinstance(message.root, types.JSONRPCResponse | types.JSONRPCError):
+            if message.root.id not in self._awaited:
+                return  # the answer to a call already told its answer was dropped
+            del self._awaited[message.root.id]
+        await messages.send(SessionMessage(message))
+
+    async def _dropped_early(
+        self, messages: MemoryObjectSendStream[SessionMessage | Exception], head: bytes
+    ) -> bool:
+        """A message just went over the cap: the call it answers is told at once when it is plain which
+        (the only one awaited, or the one its start names); whether it was."""
+        awaited = list(self._awaited)
+        named = awaited if len(awaited) == 1 else _named(awaited, head)
+        if len(named) == 1:
+            await self._fail(messages, named)
+        return len(named) == 1
+
+    async def _dropped(
+        self, messages: MemoryObjectSendStream[SessionMessage | Exception], tail: bytes
+    ) -> None:
+        """A message over the cap ended, its call not told yet: the call its end names is, else every
+        call awaited (none can be matched to the answer)."""
+        awaited = list(self._awaited)
+        named = _named(awaited, tail)
+        await self._fail(messages, named if len(named) == 1 else awaited)
+
+    async def _fail(
+        self, messages: MemoryObjectSendStream[SessionMessage | Exception], ids: list[RequestId]
+    ) -> None:
+        for request in ids:
+            self._awaited.pop(request, None)
+            answer = too_large(request, self.max_message_bytes)
+            await messages.send(SessionMessage(types.JSONRPCMessage(answer)))
 
     async def _write_messages(self, messages: MemoryObjectReceiveStream[SessionMessage]) -> None:
         async with messages:
             async for message in messages:
+                if isinstance(message.message.root, types.JSONRPCRequest):
+                    self._awaited[message.message.root.id] = None
                 data = memoryview(
                     (message.message.model_dump_json(by_alias=True, exclude_none=True) + "\n").encode()
                 )
@@ -183,3 +277,25 @@ class StdioServer:
             self._stderr_bytes += len(chunk)
             while self._stderr_bytes - len(self._stderr_tail[0]) >= STDERR_TAIL_BYTES:
                 self._stderr_bytes -= len(self._stderr_tail.popleft())
+
+
+def _named(ids: list[RequestId], text: bytes) -> list[RequestId]:
+    """Those of `ids` that `text` (a JSON-RPC message's start or end) gives as its `"id"`."""
+    return [
+        request
+        for request in ids
+        if re.search(rb'"id"\s*:\s*' + re.escape(_json_of(request)) + rb"\s*[,}]", text) is not None
+    ]
+
+
+def _json_of(request: RequestId) -> bytes:
+    return (f'"{request}"' if isinstance(request, str) else str(request)).encode()
+
+
+def _program(command: str, path: str, cwd: Path) -> str:
+    """The file `command` names, found as exec would (in `cwd` when it has a slash, else on `path`), so
+    that a missing one fails the start here, saying so; FileNotFoundError if there is none."""
+    found = str(cwd / command) if "/" in command else shutil.which(command, path=path)
+    if found is None or not os.access(found, os.X_OK) or os.path.isdir(found):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+    return found

@@ -64,6 +64,24 @@ def notes_server(*, dashed: bool = False) -> FastMCP:
         return subprocess.Popen(["sleep", "600"]).pid
 
     @server.tool()
+    def orphan_and_hang(marker: Annotated[str, Field(description="sleep's argument, to find it by.")]) -> str:
+        """Start `sleep MARKER` in a session of its own (out of the server's group and session), then
+        never answer."""
+        subprocess.Popen(["setsid", "sleep", marker], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        time.sleep(3600)
+        return "late"
+
+    @server.tool()
+    def big(
+        megabytes: Annotated[int, Field(description="How many MiB of text to answer.")],
+        touch: Annotated[str, Field(description="A file to make once called, if any.")] = "",
+    ) -> str:
+        """Answer `megabytes` MiB of text (making `touch` first, so a test knows the answer is coming)."""
+        if touch:
+            open(touch, "w").close()
+        return "x" * (megabytes << 20)
+
+    @server.tool()
     def where() -> dict[str, Any]:
         """The server's working folder, the files in it, and its pid."""
         return {"cwd": os.getcwd(), "files": sorted(os.listdir()), "pid": os.getpid()}

@@ -7,15 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import sys
+import threading
+import time
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 
 from agent_env import Episode, EpisodeError, EpisodeState, ErrorCode, load_bundle
 from agent_env.mcp import McpToolError
+from agent_env.openenv import AgentEnvAction, build_app
 from tst.support.mcp_bundles import (
     SERVER,
     a_notes_task,
@@ -25,6 +32,7 @@ from tst.support.mcp_bundles import (
     stdio_server,
 )
 from tst.support.mcp_server import CRASH_MESSAGE
+from tst.support.serving import Connect, Serve
 from tst.support.waiting import WAIT_S, alive, running, until
 
 _T = TypeVar("_T")
@@ -75,7 +83,18 @@ def test_a_stdio_server_s_tools_are_offered_and_called_with_their_results_as_tex
 
     assert answers == ["noted: milk", "noted: eggs", '["milk", "eggs"]']
     names = [tool["function"]["name"] for tool in episode.tools]
-    assert names == ["add_note", "list_notes", "fail", "crash", "hang", "start_helper", "where", "session"]
+    assert names == [
+        "add_note",
+        "list_notes",
+        "fail",
+        "crash",
+        "hang",
+        "start_helper",
+        "orphan_and_hang",
+        "big",
+        "where",
+        "session",
+    ]
     add_note = episode.tools[0]["function"]
     assert add_note == {
         "name": "add_note",
@@ -170,6 +189,83 @@ def test_teardown_stops_the_server_with_every_process_it_started(tmp_path: Path)
     helper, server = played(episode, steps)
 
     assert until(lambda: not alive(helper) and not alive(server))
+
+
+def test_a_process_the_server_starts_in_a_session_of_its_own_is_killed_once_a_call_past_its_deadline_ends_it(
+    tmp_path: Path,
+) -> None:
+    marker = f"300.{uuid.uuid4().int % 10**9}"  # sleep's argument: how its process is found
+    episode = episode_of(notes_bundle(tmp_path, stdio_server(call_timeout_s=1)))
+
+    async def steps(episode: Episode) -> EpisodeError:
+        with pytest.raises(EpisodeError) as caught:
+            await episode.call_tool("orphan_and_hang", {"marker": marker})
+        return caught.value
+
+    try:
+        error = played(episode, steps)
+
+        assert error.code == ErrorCode.DEADLINE_EXCEEDED
+        assert until(lambda: running(marker) == [])
+    finally:
+        for leftover in running(marker):
+            os.kill(leftover, signal.SIGKILL)
+
+
+def test_an_answer_over_max_result_bytes_is_a_tool_error_within_the_call_s_deadline_and_the_server_plays_on(
+    tmp_path: Path,
+) -> None:
+    episode = episode_of(notes_bundle(tmp_path, stdio_server(call_timeout_s=10, max_result_bytes=100_000)))
+
+    async def steps(episode: Episode) -> tuple[EpisodeError, float, str]:
+        began = time.monotonic()
+        with pytest.raises(EpisodeError) as caught:
+            await episode.call_tool("big", {"megabytes": 30})
+        took = time.monotonic() - began
+        assert episode.state is EpisodeState.TURN_OPEN
+        return caught.value, took, await episode.call_tool("add_note", {"text": "milk"})
+
+    error, took, after = played(episode, steps)
+
+    assert error.code == ErrorCode.TOOL_ERROR
+    assert error.message == (
+        "big failed: MCP server 'notes' answered with a message over its max_result_bytes of 100000 bytes, "
+        "which was dropped unread: make the tool answer less, or raise [mcp.notes] max_result_bytes"
+    )
+    assert took < 10
+    assert after == "noted: milk"
+
+
+def test_while_a_stdio_server_answers_30_mb_the_served_status_and_another_session_answer_at_once(
+    tmp_path: Path, serve: Serve, connect: Connect
+) -> None:
+    server = serve(build_app(notes_bundle(tmp_path / "notes", stdio_server(call_timeout_s=20))))
+    big_one, other = connect(server.url, message_timeout_s=60), connect(server.url, message_timeout_s=60)
+    big_one.reset(split="train", index=0)
+    other.reset(split="train", index=0)
+    answered: dict[str, Any] = {}
+    called = tmp_path / "called"
+
+    def call_big() -> None:
+        arguments = {"megabytes": 30, "touch": str(called)}
+        answered["big"] = big_one.step(AgentEnvAction.call_tool("big", arguments).wire())
+        answered["big_at"] = time.monotonic()
+
+    caller = threading.Thread(target=call_big)
+    caller.start()
+    try:
+        assert until(called.exists)
+        status = httpx.get(f"{server.url}/notes/status", timeout=WAIT_S)
+        noted = other.step(AgentEnvAction.call_tool("add_note", {"text": "milk"}).wire())
+        other_at = time.monotonic()
+    finally:
+        caller.join(30)
+
+    assert status.status_code == 200
+    assert noted.observation["result"] == "noted: milk"
+    assert "big" in answered and other_at < answered["big_at"]
+    assert answered["big"].observation["error"]["code"] == ErrorCode.TOOL_ERROR
+    assert "max_result_bytes of 1048576 bytes" in answered["big"].observation["error"]["message"]
 
 
 def test_a_server_that_crashes_mid_episode_ends_it_naming_the_server_its_exit_and_its_stderr(
@@ -405,6 +501,25 @@ def test_a_url_server_that_dies_mid_episode_ends_it_naming_the_server_and_why(tm
     )
     assert "ConnectError" in error.message
     assert episode.state is EpisodeState.TORN_DOWN
+
+
+def test_a_url_server_s_answer_over_max_result_bytes_is_a_tool_error_and_its_session_plays_on(
+    tmp_path: Path,
+) -> None:
+    with http_notes_server() as server:
+        episode = episode_of(notes_bundle(tmp_path, http_server(server.url, max_result_bytes=100_000)))
+
+        async def steps(episode: Episode) -> tuple[EpisodeError, str]:
+            with pytest.raises(EpisodeError) as caught:
+                await episode.call_tool("big", {"megabytes": 30})
+            assert episode.state is EpisodeState.TURN_OPEN
+            return caught.value, await episode.call_tool("add_note", {"text": "milk"})
+
+        error, after = played(episode, steps)
+
+    assert error.code == ErrorCode.TOOL_ERROR
+    assert "answered with a message over its max_result_bytes of 100000 bytes" in error.message
+    assert after == "noted: milk"
 
 
 def test_a_url_nobody_answers_at_fails_the_deploy_saying_so(tmp_path: Path) -> None:

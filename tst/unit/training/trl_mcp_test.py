@@ -37,7 +37,8 @@ def test_a_stdio_server_s_tools_are_learned_by_playing_one_task_and_each_rollout
     second.reset(**row(env))
 
     assert sorted(trl_tools(first)) == [
-        "add_note", "crash", "end_turn", "fail", "hang", "list_notes", "session", "start_helper", "where",
+        "add_note", "big", "crash", "end_turn", "fail", "hang", "list_notes", "orphan_and_hang", "session",
+        "start_helper", "where",
     ]  # fmt: skip
     assert "Add a note." in (type(first).add_note.__doc__ or "")
     assert first.add_note(text="milk") == "noted: milk"
