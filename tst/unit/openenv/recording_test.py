@@ -17,7 +17,10 @@ from agent_env.testing import FakeTask, fake_served
 from agent_env.training.trl import AgentEnv
 from tst.support.bundles import TOML, make_bundle
 from tst.support.harbor import HARBOR, SINGLE_TURN_TASK
+from tst.support.metrics import scrape
+from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
+from tst.support.waiting import until
 
 
 def _play(env: AgentEnv, index: int, *calls: dict[str, object]) -> float | None:
@@ -85,3 +88,21 @@ def test_agent_env_local_with_record_writes_the_example_bundle_s_episodes(tmp_pa
     lines = [line for path in sorted(tmp_path.iterdir()) for line in path.read_text().splitlines()]
     assert len(lines) == 1
     assert json.loads(lines[0])["task"]["id"] == "store-crate-000"
+
+
+def test_every_trajectory_a_failing_disk_loses_is_counted_in_metrics(
+    serve: Serve, connect: Connect, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorder = TrajectoryRecorder(tmp_path)
+    monkeypatch.setattr(recorder, "_open", lambda: open("/dev/full", "ab"))  # noqa: SIM115 - ENOSPC
+    server = serve({"train": [FakeTask("store", tools=[add_crate])]}, recorder=recorder)
+    client = connect(server.url)
+
+    for _ in range(3):  # each scored episode is torn down at once, then recorded
+        client.reset(split="train", index=0)
+        client.step({"kind": "end_turn", "reply": "Nothing."})
+    assert until(lambda: recorder.dropped == 3, 10)
+    samples = scrape(server.url)
+
+    assert samples[("agent_env_trajectories_dropped_total", (("reason", "write_failed"),))] == 3
+    assert samples[("agent_env_trajectories_recorded_total", ())] == 0
