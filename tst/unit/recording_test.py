@@ -12,6 +12,7 @@ import pytest
 from agent_env import recording
 from agent_env.recording import REDACTED, Redaction, TrajectoryRecorder, read_trajectories
 from agent_env.trajectory import OutcomeRecord, TaskRef, ToolCallRecord, Trajectory, TurnRecord
+from tst.support.waiting import until
 
 
 def a_trajectory(index: int = 0, *, result: str = "stored") -> Trajectory:
@@ -191,3 +192,19 @@ def test_twenty_losses_count_twenty_logged_first_with_their_reason_then_as_a_run
     assert len(messages) == 2, messages  # the first, then the total at close: never a line per loss
     assert "not valid Unicode" in messages[0] and "(1 so far)" in messages[0]
     assert "20 trajectories not recorded" in messages[1]
+
+
+def test_losses_that_go_on_are_logged_as_their_running_total_while_the_writer_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(recording, "_LOG_EVERY_S", 0.2)
+    recorder = TrajectoryRecorder(tmp_path)
+    with caplog.at_level(logging.ERROR, logger="agent_env.recording"):
+        for index in range(3):
+            recorder.record(a_trajectory_with_a_lone_surrogate(index))
+        logged_while_waiting = until(lambda: len(caplog.records) >= 2, 10)
+        recorder.close()
+
+    messages = [record.getMessage() for record in caplog.records]
+    assert logged_while_waiting and len(messages) == 2, messages  # the first; the total, not again at close
+    assert "3 trajectories not recorded" in messages[1] and "unwritable: 3" in messages[1]
