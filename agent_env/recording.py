@@ -109,6 +109,7 @@ class TrajectoryRecorder:
         self._file: IO[bytes] | None = None
         self._file_bytes = 0
         self._files = 0
+        self._settled = 0
         self._closed = False
         self._thread = threading.Thread(target=self._write_all, name="agent-env-recorder", daemon=True)
         self._thread.start()
@@ -120,7 +121,7 @@ class TrajectoryRecorder:
 
     @property
     def dropped_by_reason(self) -> dict[DropReason, int]:
-        """`dropped`, by why (the reasons with none left out)."""
+        """`dropped`, by reason (a reason with no loss is absent)."""
         return self._losses.by_reason()
 
     @property
@@ -201,17 +202,18 @@ class TrajectoryRecorder:
             return None
 
     def _write_counted(self, lines: list[bytes]) -> None:
-        """`_write`, which never raises: lines it neither wrote nor dropped when it did are dropped."""
-        accounted = self.written + self.dropped
+        """`_write`, which never raises: lines it had neither written nor dropped when it did are dropped."""
+        self._settled = 0
         try:
             self._write(lines)
         except Exception as exc:  # the writer outlives whatever a disk or a file object raises
             self._close_file()
-            lost = len(lines) - (self.written + self.dropped - accounted)
+            lost = len(lines) - self._settled
             self._losses.count("write_failed", f"writing to {self.folder} failed: {exc!r}", lost)
 
     def _write(self, lines: list[bytes]) -> None:
-        """Write `lines` in order: one write and one flush per file they go to, rolling as they fill it."""
+        """Write `lines` in order: one write and one flush per file they go to, rolling as they fill it;
+        `_settled` counts the lines written or dropped so far."""
         pending = [(line + b"\n", len(line) + 1) for line in lines]
         while pending:
             if (
@@ -233,9 +235,11 @@ class TrajectoryRecorder:
             except Exception as exc:  # OSError (full, gone, read-only), or anything a file object raises
                 self._close_file()
                 self._losses.count("write_failed", f"writing to {self.folder} failed: {exc}", len(chunk))
+                self._settled += len(chunk)
                 continue
             self._file_bytes += size
             self.written += len(chunk)
+            self._settled += len(chunk)
 
     def _open(self) -> IO[bytes]:
         """The file being written, opened if there is none."""
@@ -273,13 +277,10 @@ class _Losses:
         self._folder = folder
         self._lock = threading.Lock()
         self._counts: dict[DropReason, int] = {}
+        self.total = 0
         self._logged = 0
         self._logged_at = 0.0
         self._latest = ""
-
-    @property
-    def total(self) -> int:
-        return sum(self._counts.values())
 
     def by_reason(self) -> dict[DropReason, int]:
         with self._lock:
@@ -290,6 +291,7 @@ class _Losses:
             return
         with self._lock:
             self._counts[reason] = self._counts.get(reason, 0) + lost
+            self.total += lost
             self._latest = why
             if self._logged == 0:
                 self._log(
