@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from agent_env._threads import call_maybe_async, run_in_own_thread
+from agent_env._unicode import NOT_UNICODE, invalid_text, valid_data, valid_text
 from agent_env.env import Env, EnvSpec
 from agent_env.errors import ENDING_CODES, EpisodeError, ErrorCode
 from agent_env.events import (
@@ -218,13 +219,20 @@ class Episode:
         return self.task.turns[0]
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
-        """Run one of the toolset's tools with arguments checked against its schema."""
+        """Run one of the toolset's tools with arguments checked against its schema (and held to valid
+        Unicode, before any tool runs); its result with any lone surrogate replaced by U+FFFD."""
         async with self._calls:
             self.require_open_turn()
             turn, started = self.turn, time.monotonic()
-            self._emit(ToolCalled(turn=turn, tool=name, arguments=_plain(arguments)))
+            plain, not_unicode = _plain(arguments), invalid_text(arguments)
+            if not_unicode is not None:
+                plain = valid_data(plain)
+            self._emit(ToolCalled(turn=turn, tool=name, arguments=plain))
             try:
-                result = await self._run_tool(name, arguments)
+                if not_unicode is not None:
+                    message = f"{name}: argument '{not_unicode}' {NOT_UNICODE}"
+                    raise EpisodeError(ErrorCode.INVALID_ARGUMENTS, message)
+                result = valid_text(await self._run_tool(name, arguments))
             except EpisodeError as refused:
                 seconds = time.monotonic() - started
                 self._emit(
@@ -275,9 +283,10 @@ class Episode:
         if user is None or self.turn >= user.max_turns:
             return None
         try:
-            return await user.next_message(self._context(UserContext))
+            message = await user.next_message(self._context(UserContext))
         except EpisodeError as exc:
             raise self._failed(exc) from None
+        return valid_text(message) if message is not None else None
 
     def _context(self, kind: type[_C]) -> _C:
         """What a verifier or a simulated user sees of the episode now."""

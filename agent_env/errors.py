@@ -21,6 +21,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent_env._unicode import valid_text
+
 
 class ErrorCode(enum.StrEnum):
     """Every code an error can carry, on an `AgentEnvError` and on the wire (a str, as OpenEnv's
@@ -38,7 +40,8 @@ class ErrorCode(enum.StrEnum):
 
     BAD_REQUEST = (
         "BAD_REQUEST",
-        "a reset's or a step's fields are missing, of the wrong type, or contradict each other",
+        "a reset's or a step's fields are missing, of the wrong type, contradict each other, or hold a "
+        "string that is not valid Unicode",
     )
     UNKNOWN_SPLIT = "UNKNOWN_SPLIT", "reset named a split the server does not serve"
     INDEX_OUT_OF_RANGE = "INDEX_OUT_OF_RANGE", "reset named an index past the end of its split"
@@ -50,7 +53,10 @@ class ErrorCode(enum.StrEnum):
     ALREADY_DEPLOYED = "ALREADY_DEPLOYED", "deploy was called on an episode already deployed (the core only)"
     UNKNOWN_TOOL = "UNKNOWN_TOOL", "the tool is not one of the episode's"
     TOOL_NOT_ALLOWED = "TOOL_NOT_ALLOWED", "the tool exists but the played agent's role may not call it"
-    INVALID_ARGUMENTS = "INVALID_ARGUMENTS", "the arguments fail the tool's schema"
+    INVALID_ARGUMENTS = (
+        "INVALID_ARGUMENTS",
+        "the arguments fail the tool's schema, or hold a string that is not valid Unicode",
+    )
     TOOL_ERROR = "TOOL_ERROR", "the tool raised; the message is the tool's own"
     DEPLOY_FAILED = "DEPLOY_FAILED", "the task's envs or sandbox could not be made; the episode ended", True
     VERIFIER_FAILED = "VERIFIER_FAILED", "a verifier raised; the episode ended unscored", True
@@ -85,11 +91,11 @@ ENDING_CODES = frozenset(code for code in ErrorCode if code.ends_episode)
 
 class AgentEnvError(Exception):
     """An error with a stable `code` that callers and the wire branch on, and a message that says
-    what happened and what to do."""
+    what happened and what to do; always valid Unicode, whatever it quotes (a tool's exception)."""
 
     def __init__(self, code: str, message: str) -> None:
         self.code = code
-        self.message = message
+        self.message = valid_text(message)
         super().__init__(message)
 
     def __str__(self) -> str:

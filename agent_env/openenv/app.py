@@ -207,7 +207,7 @@ def build_served_app(
             tasks_fingerprint=fingerprint,
         )
 
-    metrics = ServerMetrics(status_now)
+    metrics = ServerMetrics(status_now, recorder)
     context = ServerContext(
         env_name_for(name),
         served,

@@ -4,8 +4,9 @@ Two kinds of figure. What the server holds now (sessions, episodes, teardowns, s
 pool) is read at each scrape from the very status `GET /{env_name}/status` answers, so the two never
 disagree. What episodes did (their outcomes, tool calls, and the seconds of each phase) is counted
 once per episode, when it is torn down, from its trajectory: the moment the server logs it, so the
-counters match the episode log line for line. Each server has a registry of its own, so two servers
-in one process never mix their figures.
+counters match the episode log line for line. With a recorder, what it wrote and every trajectory it
+lost (by reason) are read from it at each scrape. Each server has a registry of its own, so two
+servers in one process never mix their figures.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from agent_env.openenv.wire import SessionCounts
+from agent_env.recording import DROP_REASONS, TrajectoryRecorder
 from agent_env.sandbox.pool import PoolStatus
 from agent_env.trajectory import Trajectory
 
@@ -59,7 +61,7 @@ class Holding(Protocol):
 class ServerMetrics:
     """One server's figures: `count` each episode once it is gone; `exposition` answers a scrape."""
 
-    def __init__(self, holding: Callable[[], Holding]) -> None:
+    def __init__(self, holding: Callable[[], Holding], recorder: TrajectoryRecorder | None = None) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._episodes = Counter(
             "agent_env_episodes",
@@ -90,6 +92,8 @@ class ServerMetrics:
             for phase in ("deploy", "verify", "teardown")
         }
         self.registry.register(_Holding(holding))
+        if recorder is not None:
+            self.registry.register(_Recording(recorder))
 
     def count(self, trajectory: Trajectory) -> None:
         """Count an episode that is gone, from its trajectory."""
@@ -153,3 +157,27 @@ class _Holding(Collector):
             ("replaced", "Warm pool containers that died while they waited.", pool.replaced),
         ):
             yield CounterMetricFamily(f"agent_env_warm_pool_{name}", text, value=value)
+
+
+class _Recording(Collector):
+    """What the server's recorder wrote and lost, read from it at each scrape (its counts are its own)."""
+
+    def __init__(self, recorder: TrajectoryRecorder) -> None:
+        self._recorder = recorder
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(
+            "agent_env_trajectories_recorded", "Trajectories written.", value=self._recorder.written
+        )
+        dropped = CounterMetricFamily(
+            "agent_env_trajectories_dropped",
+            "Trajectories not recorded, by reason (unwritable, queue_full, write_failed).",
+            labels=["reason"],
+        )
+        counts = self._recorder.dropped_by_reason
+        for reason in DROP_REASONS:
+            dropped.add_metric([reason], counts.get(reason, 0))
+        yield dropped

@@ -16,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from agent_env._unicode import NOT_UNICODE, invalid_text, valid_text
 from agent_env.episode import Episode, EpisodeState
 from agent_env.errors import AgentEnvError, EpisodeError, ErrorCode, validation_problems
 from agent_env.openenv.calls import InterruptedCallError, run_call
@@ -217,6 +218,8 @@ class EpisodeSession:
             return _Answered(self._failed(episode, error, call))
 
     def _reset_request(self, arguments: Mapping[str, Any]) -> _ResetRequest:
+        if (where := invalid_text(dict(arguments))) is not None:
+            raise _RefusedError(ErrorCode.BAD_REQUEST, f"reset: field '{where}' {NOT_UNICODE}")
         try:
             return _ResetRequest.model_validate(dict(arguments))
         except ValidationError as exc:
@@ -258,6 +261,9 @@ class EpisodeSession:
         ]
         if stray:
             raise _RefusedError(ErrorCode.BAD_REQUEST, f"{action.kind} does not take {', '.join(stray)}")
+        for name, given in (("tool", action.tool), ("reply", action.reply)):
+            if given is not None and invalid_text(given) is not None:
+                raise _RefusedError(ErrorCode.BAD_REQUEST, f"{action.kind}: field '{name}' {NOT_UNICODE}")
         episode = self._episode
         if episode is None:
             raise _RefusedError(ErrorCode.NO_EPISODE, "no episode: reset(split=..., index=...) first")
@@ -320,7 +326,8 @@ def _error(
     code: str, message: str, call: str, *, observation: AgentEnvObservation | None = None
 ) -> AgentEnvObservation:
     answer = observation or AgentEnvObservation()
-    answer.error = CallError(code=code, message=message, call=call)
+    # The call names what the client sent (a split, a tool), which may not be valid Unicode.
+    answer.error = CallError(code=code, message=valid_text(message), call=valid_text(call))
     return answer
 
 

@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from websockets.exceptions import ConnectionClosedError
 
 from agent_env.episode import EpisodeState
+from agent_env.errors import ErrorCode
 from agent_env.openenv import BackgroundServer, build_served_app
+from agent_env.recording import Redaction, TrajectoryRecorder, read_trajectories
 from agent_env.testing import FakeTask, Gate, calls, fake_served
 from tst.reliability._raw import ANSWER_S, Raw, dock, observation, play_on, status
 from tst.support.waiting import until
@@ -122,6 +125,61 @@ def test_unicode_arguments_reach_the_tool_and_come_back_as_they_were(
 
     assert called["observation"]["result"] == f"stored dry crate {label} in bay 2"
     assert calls(tasks[0].episodes[0]) == [("add_crate", {"crate": label, "bay": 2})]
+
+
+NOT_UNICODE: dict[str, tuple[str, dict[str, Any], str]] = {
+    "a reset's split": ("reset", {"split": "train\ud800", "index": 0}, "BAD_REQUEST"),
+    "a reset's client label": (
+        "reset",
+        {"split": "train", "index": 0, "client": "run-\udfff"},
+        "BAD_REQUEST",
+    ),
+    "a tool's name": (
+        "step",
+        {"kind": "call_tool", "tool": "add_crate\ud800", "arguments": {}},
+        "BAD_REQUEST",
+    ),
+    "a tool's argument": (
+        "step",
+        {"kind": "call_tool", "tool": "add_crate", "arguments": {"crate": "C17\ud800", "bay": 2}},
+        "INVALID_ARGUMENTS",
+    ),
+    "a key inside an argument": (
+        "step",
+        {"kind": "call_tool", "tool": "add_crate", "arguments": {"crate": {"\udc00": "C1"}, "bay": 2}},
+        "INVALID_ARGUMENTS",
+    ),
+    "an end_turn's reply": ("step", {"kind": "end_turn", "reply": "Stored\ud800"}, "BAD_REQUEST"),
+}
+
+
+@pytest.mark.parametrize("name", list(NOT_UNICODE))
+def test_a_lone_surrogate_anywhere_in_a_frame_is_refused_with_a_documented_code_and_the_episode_is_recorded(
+    tmp_path: Path, name: str
+) -> None:
+    kind, data, code = NOT_UNICODE[name]
+    recorder = TrajectoryRecorder(tmp_path, redaction=Redaction.of(values=["tok-9f3e1c"]))
+    tasks = [dock("quay")]
+    served = BackgroundServer(build_served_app(fake_served({"train": tasks}), recorder=recorder)).start()
+    try:
+        raw = Raw(served.url)
+        observation(raw.ask("reset", {"split": "train", "index": 0}))
+        refused = raw.ask(kind, data)  # json.dumps sends each lone surrogate escaped: valid JSON
+        scored = play_on(raw)
+        raw.close()
+        assert until(lambda: recorder.written == 1, ANSWER_S)
+    finally:
+        served.stop()
+
+    error = observation(refused)["observation"]["error"]
+    assert error["code"] == code and error["code"] in set(ErrorCode), refused
+    assert "not valid Unicode" in error["message"]
+    assert (scored["done"], scored["reward"]) == (True, 1.0)
+    (trajectory,) = read_trajectories(tmp_path)
+    *refused_calls, stored = trajectory.turns[0].calls
+    assert [(c.error_code, c.result) for c in refused_calls] == [(code, None)] * len(refused_calls)
+    assert stored.arguments == {"crate": "C1", "bay": 2} and stored.result == "stored dry crate C1 in bay 2"
+    assert trajectory.score == 1.0 and recorder.dropped == 0
 
 
 def test_a_frame_too_big_to_take_ends_only_its_connection_and_its_episode_is_torn_down(

@@ -12,6 +12,7 @@ import pytest
 from agent_env import recording
 from agent_env.recording import REDACTED, Redaction, TrajectoryRecorder, read_trajectories
 from agent_env.trajectory import OutcomeRecord, TaskRef, ToolCallRecord, Trajectory, TurnRecord
+from tst.support.waiting import until
 
 
 def a_trajectory(index: int = 0, *, result: str = "stored") -> Trajectory:
@@ -79,7 +80,7 @@ def test_a_full_disk_drops_that_trajectory_logged_and_the_next_is_written_to_a_n
     recorder.record(a_trajectory(0))
     assert recorder.flush()
     opened = recorder._open
-    monkeypatch.setattr(recorder, "_open", lambda: open("/dev/full", "a"))  # noqa: SIM115 - ENOSPC
+    monkeypatch.setattr(recorder, "_open", lambda: open("/dev/full", "ab"))  # noqa: SIM115 - ENOSPC
     with caplog.at_level(logging.ERROR, logger="agent_env.recording"):
         recorder.record(a_trajectory(1))
         assert recorder.flush()
@@ -130,3 +131,80 @@ def test_lines_that_are_not_trajectories_are_skipped_with_their_place_logged(
 def test_a_size_that_is_not_positive_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="max_mb must be > 0"):
         TrajectoryRecorder(tmp_path, max_mb=0)
+
+
+def a_trajectory_with_a_lone_surrogate(index: int = 0) -> Trajectory:
+    """A trajectory UTF-8 cannot hold: an argument with a lone surrogate (`"\\ud800"` on the wire)."""
+    trajectory = a_trajectory(index)
+    trajectory.turns[0].calls[0].arguments["crate"] = "C17\ud800"
+    return trajectory
+
+
+@pytest.mark.parametrize(
+    "redaction", [Redaction(), Redaction.of(values=["tok-9f3e1c"])], ids=["plain", "redacted"]
+)
+def test_a_trajectory_that_cannot_be_written_is_dropped_counted_and_the_next_ones_are_still_recorded(
+    tmp_path: Path, redaction: Redaction
+) -> None:
+    recorder = TrajectoryRecorder(tmp_path, redaction=redaction)
+    recorder.record(a_trajectory(0))
+    recorder.record(a_trajectory_with_a_lone_surrogate(1))
+    recorder.record(a_trajectory(2))
+    assert recorder.flush()
+    recorder.record(a_trajectory(3))
+    recorder.close()
+
+    assert [t.task.index for t in read_trajectories(tmp_path)] == [0, 2, 3]
+    assert recorder.written == 3 and recorder.dropped == 1
+    assert recorder.dropped_by_reason == {"unwritable": 1}
+
+
+def test_a_writer_that_fails_in_any_way_drops_that_batch_counted_and_writes_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    recorder = TrajectoryRecorder(tmp_path)
+    opened = recorder._open
+    closed = open(tmp_path / "closed.txt", "ab")  # noqa: SIM115 - a file closed under the writer
+    closed.close()
+    monkeypatch.setattr(recorder, "_open", lambda: closed)  # writing raises ValueError, not OSError
+    recorder.record(a_trajectory(0))
+    recorder.record(a_trajectory(1))
+    assert recorder.flush()
+    monkeypatch.setattr(recorder, "_open", opened)
+    recorder.record(a_trajectory(2))
+    recorder.close()
+
+    assert [t.task.index for t in read_trajectories(tmp_path)] == [2]
+    assert recorder.dropped == 2 and recorder.dropped_by_reason == {"write_failed": 2}
+
+
+def test_twenty_losses_count_twenty_logged_first_with_their_reason_then_as_a_running_total(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    recorder = TrajectoryRecorder(tmp_path, redaction=Redaction.of(values=["tok-9f3e1c"]))
+    with caplog.at_level(logging.ERROR, logger="agent_env.recording"):
+        for index in range(20):
+            recorder.record(a_trajectory_with_a_lone_surrogate(index))
+        recorder.close()
+
+    messages = [record.getMessage() for record in caplog.records]
+    assert recorder.dropped == 20
+    assert len(messages) == 2, messages  # the first, then the total at close: never a line per loss
+    assert "not valid Unicode" in messages[0] and "(1 so far)" in messages[0]
+    assert "20 trajectories not recorded" in messages[1]
+
+
+def test_losses_that_go_on_are_logged_as_their_running_total_while_the_writer_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(recording, "_LOG_EVERY_S", 0.2)
+    recorder = TrajectoryRecorder(tmp_path)
+    with caplog.at_level(logging.ERROR, logger="agent_env.recording"):
+        for index in range(3):
+            recorder.record(a_trajectory_with_a_lone_surrogate(index))
+        logged_while_waiting = until(lambda: len(caplog.records) >= 2, 10)
+        recorder.close()
+
+    messages = [record.getMessage() for record in caplog.records]
+    assert logged_while_waiting and len(messages) == 2, messages  # the first; the total, not again at close
+    assert "3 trajectories not recorded" in messages[1] and "unwritable: 3" in messages[1]
