@@ -59,8 +59,9 @@ class _Episode:
     reward: float | None = None
     ended: str | None = None
     """Why the episode cannot go on or be scored; None while it can."""
-    mismatch: FleetMismatchError | None = None
-    """Its single server serves other tasks or bundle content than the run: the run cannot go on."""
+    stops_run: bool = False
+    """Its single server serves other tasks or bundle content than the run (`ended` says which): every
+    call on it raises, for no reward there is the run's."""
 
 
 class Rollouts:
@@ -156,8 +157,8 @@ class Rollouts:
         if not episode.deployed:
             episode.deployed = True
             self._check_deploy(episode)
-        if episode.mismatch is not None:
-            raise FleetMismatchError(str(episode.mismatch))
+        if episode.stops_run:
+            raise FleetMismatchError(episode.ended)
 
     def _check_deploy(self, episode: _Episode) -> None:
         try:
@@ -169,7 +170,7 @@ class Rollouts:
         try:
             changed = self._fleet.changed(episode.url, answer.tasks_fingerprint)
         except FleetMismatchError as mismatch:
-            episode.ended, episode.mismatch = str(mismatch), mismatch
+            episode.ended, episode.stops_run = str(mismatch), True
             return
         if changed is not None:
             episode.ended = f"the episode cannot be scored: {changed}"
