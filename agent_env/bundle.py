@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent_env._digest import folder_digest
 from agent_env._extras import installed
 from agent_env.env import Env, EnvSpec
 from agent_env.errors import BundleError, EnvDefinitionError, EpisodeError, Problem, validation_problems
@@ -65,6 +66,10 @@ class Bundle:
     envs: Mapping[str, AnyEnvSpec]
     agents: Mapping[str, Agent]
     splits: Mapping[str, tuple[Task, ...]]
+    content_digest: str
+    """Every file of the folder, by its relative path and bytes (Python's caches and version control
+    left out), read once at load: what decides a score beyond the task specs (verifiers, seeds, code).
+    The server's `tasks_fingerprint` covers it."""
     solutions: Mapping[str, Mapping[str, Script]] = field(default_factory=dict)
     """Split -> task id -> the task's reference play, from `solutions/SPLIT.jsonl`."""
 
@@ -105,6 +110,7 @@ class _Loader:
             self.problem("", f"{self.shown} {what}; a bundle is a folder with bundle.toml, envs/ and tasks/")
             raise self.fail()
         config = self._config()
+        content = self._content()
         package = f"_agent_env_bundle_{hashlib.sha1(str(self.root).encode()).hexdigest()[:8]}"
         package += f"_{next(_module_counter)}"
         envs: dict[str, AnyEnvSpec] = dict(self._envs(package))
@@ -120,10 +126,21 @@ class _Loader:
         agents = self._agents(config, envs) if config else {}
         splits = self._splits(config, envs, agents, functions, users) if config else {}
         solutions = self._solutions(splits)
-        if self.problems or config is None:
+        if self.problems or config is None or content is None:
             raise self.fail()
         name = config.name or self.root.name
-        return Bundle(name, self.root, config, envs, agents, splits, solutions)
+        return Bundle(name, self.root, config, envs, agents, splits, content, solutions)
+
+    def _content(self) -> str | None:
+        try:
+            return folder_digest(self.root)
+        except OSError as exc:
+            self.problem(
+                "",
+                f"cannot read the bundle's files to fingerprint them: {exc}; make every file of the "
+                "folder readable, or move what the bundle does not use out of it",
+            )
+            return None
 
     # bundle.toml
 

@@ -139,9 +139,14 @@ class SolutionSpec(BaseModel):
     script: Script
 
 
-def tasks_fingerprint(splits: Mapping[str, Sequence[TaskSpec]]) -> str:
-    """A digest of every task spec a server's Task API lists, split by split: servers that give the
-    same one serve the same tasks, so a trainer may spread its sessions over them."""
+def tasks_fingerprint(splits: Mapping[str, Sequence[TaskSpec]], *, content: str | None = None) -> str:
+    """What decides a server's tasks and their scores, as one digest: every task spec its Task API
+    lists, split by split, and `content`, the digest of the files they come from (a loaded bundle's
+    `Bundle.content_digest`: verifiers' expectations, seeds, code). Servers that give the same one
+    serve the same tasks, scored alike, so a trainer may spread its sessions over them; served tasks
+    that are no bundle's (`agent_env.testing`'s fakes) have no content digest, and their specs alone
+    count."""
     listed = {split: [spec.model_dump(mode="json") for spec in specs] for split, specs in splits.items()}
-    text = json.dumps(listed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    covered: dict[str, Any] = listed if content is None else {"splits": listed, "content": content}
+    text = json.dumps(covered, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

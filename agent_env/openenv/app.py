@@ -109,8 +109,9 @@ class ServerStatus(BaseModel):
         None, description="The Docker sandboxes' warm pool (`--warm`), if the server keeps one."
     )
     tasks_fingerprint: str = Field(
-        description="A digest of every task spec the Task API lists (`agent_env.tasks_fingerprint`): "
-        "servers with the same one serve the same tasks."
+        description="A digest of what decides the tasks and their scores (`agent_env.tasks_fingerprint`): "
+        "every task spec the Task API lists and, for a bundle, every file of its folder. Servers with "
+        "the same one serve the same tasks, scored alike; each reset's answer carries it too."
     )
 
 
@@ -167,6 +168,7 @@ def build_app(
         token=token,
         recorder=recorder,
         sandboxes=provider,
+        content_digest=loaded.content_digest,
     )
 
 
@@ -179,6 +181,7 @@ def build_served_app(
     token: str | None = None,
     recorder: TrajectoryRecorder | None = None,
     sandboxes: SandboxProvider | None = None,
+    content_digest: str | None = None,
 ) -> FastAPI:
     """The app that serves `served` (split -> tasks, as `serve_bundle` makes them) over OpenEnv.
 
@@ -189,9 +192,10 @@ def build_served_app(
     episode's trajectory once it is torn down, and is closed when the server shuts down.
     `sandboxes`, the provider the tasks' episodes use, is started with the server and closed after
     its last teardown if it has work of its own (`RunsWithServer`: a warm pool, say).
+    `content_digest`, the digest of the files the tasks come from (`Bundle.content_digest`, which
+    `build_app` passes), goes into the server's `tasks_fingerprint` beside the specs.
     """
     required_token = resolve_token(token)
-    fingerprint = tasks_fingerprint({split: [task.spec for task in tasks] for split, tasks in served.items()})
 
     def status_now() -> ServerStatus:
         return ServerStatus(
@@ -204,7 +208,7 @@ def build_served_app(
             sessions=server.counts(),
             shutting_down=context.tracker.closing,
             warm_pool=sandboxes.status() if isinstance(sandboxes, WarmPool) else None,
-            tasks_fingerprint=fingerprint,
+            tasks_fingerprint=context.fingerprint,
         )
 
     metrics = ServerMetrics(status_now, recorder)
@@ -214,6 +218,9 @@ def build_served_app(
         description,
         max_concurrent_envs=resolve_max_concurrent_envs(max_concurrent_envs),
         tracker=EpisodeTracker(recorder, metrics=metrics),
+        fingerprint=tasks_fingerprint(
+            {split: [task.spec for task in tasks] for split, tasks in served.items()}, content=content_digest
+        ),
     )
 
     @contextlib.asynccontextmanager

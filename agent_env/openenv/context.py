@@ -26,6 +26,9 @@ class ServerContext:
     max_concurrent_envs: int = 1
     tracker: EpisodeTracker = field(default_factory=EpisodeTracker)
     links: set[ClientLink] = field(default_factory=set)
+    fingerprint: str = ""
+    """What decides the tasks and their scores (`agent_env.tasks_fingerprint`): the status and every
+    reset's answer carry it."""
 
     def tasks(self, split: str) -> Sequence[ServedTask]:
         tasks = self.served.get(split)

@@ -160,7 +160,11 @@ class EpisodeSession:
         if isinstance(deployed, _Answered):
             return deployed.observation
         return self._observation(
-            episode, prompt=episode.task.prompt, tools=episode.tools, tool_timeouts=episode.tool_timeouts
+            episode,
+            prompt=episode.task.prompt,
+            tools=episode.tools,
+            tool_timeouts=episode.tool_timeouts,
+            tasks_fingerprint=self._context.fingerprint or None,
         )
 
     async def _call_tool(

@@ -115,6 +115,12 @@ class AgentEnvObservation(Observation):
         default=None, description="Each verifier's score, once scored."
     )
     error: CallError | None = None
+    tasks_fingerprint: str | None = Field(
+        default=None,
+        description="At a reset: the server's `tasks_fingerprint`, as its status gives it, so a client "
+        "knows at each episode that the server still serves what it started with. An older server "
+        "leaves it out.",
+    )
 
 
 class AgentEnvState(State):

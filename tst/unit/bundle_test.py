@@ -578,3 +578,19 @@ def test_an_items_verifier_s_tool_and_arguments_on_a_python_env_are_checked_at_l
 
     assert "env 'shelf' has no tool 'list_bok'; did you mean 'list_books'?" in problems[0]
     assert "the items verifier's arguments: list_books: argument 'start' is unknown" in problems[1]
+
+
+def test_the_content_digest_counts_every_file_but_python_s_caches_and_version_control(tmp_path):
+    root = make_bundle(tmp_path / "shelf")
+    loaded = load_bundle(root).content_digest
+    for cache in ("envs/__pycache__/shelf.cpython-311.pyc", ".git/HEAD", "verifiers.pyc"):
+        (root / cache).parent.mkdir(parents=True, exist_ok=True)
+        (root / cache).write_bytes(b"\0cache")
+    cached = load_bundle(root).content_digest
+    (root / "servers").mkdir()
+    (root / "servers" / "notes.py").write_text("SHELVES = 3\n")
+    added = load_bundle(root).content_digest
+
+    assert loaded.startswith("sha256:")
+    assert cached == loaded
+    assert added != loaded

@@ -25,7 +25,8 @@ class ServerAtCapacityError(RuntimeError):
 
 
 class FleetMismatchError(ValueError):
-    """The servers given as one fleet do not all serve the same tasks."""
+    """The servers given as one fleet do not all serve the same tasks and bundle content, or a single
+    server no longer serves what the run started with (restarted with another copy of the bundle)."""
 
 
 class UnknownSplitError(ValueError):

@@ -4,12 +4,14 @@ A fleet is the servers given (`AgentEnv([url, ...])`) or every address one name 
 (`discover="dns"`, as a Kubernetes headless Service gives). Room is what each server's `/status`
 says (`max_concurrent_envs` less the sessions it holds), read at most `STATUS_EVERY_S` ago, less the
 sessions this process placed there since; so trainer processes that share a fleet see each other's
-sessions. A server that does not answer, serves other tasks than the fleet (its `tasks_fingerprint`
-differs) or is shutting down is left out, and asked again `RETRY_S` later: once it answers, it takes
-sessions again. A session lost on a server marks it so at once, so the sessions still idle there
-move at their next reset; a name is resolved again then, and every `RESOLVE_EVERY_S`.
+sessions. A server that does not answer, serves other tasks or bundle content than the run started
+with (its `tasks_fingerprint` differs, in its status or in a reset's answer) or is shutting down is
+left out, and asked again `RETRY_S` later: once it answers as it should, it takes sessions again. A
+session lost on a server marks it so at once, so the sessions still idle there move at their next
+reset; a name is resolved again then, and every `RESOLVE_EVERY_S`.
 
-A fleet of one URL places nothing: its sessions open there, as they always did.
+A fleet of one URL places nothing: its sessions open there, as they always did; if its fingerprint
+changes, the run cannot go on there and `changed` raises.
 """
 
 from __future__ import annotations
@@ -164,8 +166,9 @@ def check_same_tasks(apis: Sequence[TaskAPI]) -> None:
     most, others = groups[0], groups[1:]
     differ = "; ".join(f"{', '.join(urls)} serve {fingerprint}" for fingerprint, urls in others)
     raise FleetMismatchError(
-        f"the servers do not serve the same tasks: {differ}, not {most[0]} as {', '.join(most[1])} do. "
-        "Serve the same bundle, with the same options, on every server"
+        f"the servers do not serve the same tasks and bundle content: {differ}, not {most[0]} as "
+        f"{', '.join(most[1])} do. Serve the same bundle (the same files), with the same options, on "
+        "every server"
     )
 
 
@@ -230,6 +233,28 @@ class Fleet:
                 server.left_out, server.read_at = f"lost a session: {why}", float("-inf")
             self._lost_since_resolved = True
 
+    def changed(self, url: str, fingerprint: str | None) -> str | None:
+        """Check a reset's answer from `url` against the run's fingerprint: None if it matches (or
+        either is unknown: an older server). Else the server was restarted with other tasks or bundle
+        content, whose rewards are not the run's: in a fleet it is left out until its status says
+        otherwise, and why is returned; a single server raises `FleetMismatchError`, for the run cannot
+        go on there."""
+        expected = self.settings.fingerprint
+        if expected is None or fingerprint is None or fingerprint == expected:
+            return None
+        why = _serves_other(fingerprint, expected)
+        if self.settings.single:
+            raise FleetMismatchError(
+                f"the server at {url} {why}: it was restarted with another copy of the bundle, whose "
+                "rewards are not this run's. Serve the run's bundle there again, or start a new run "
+                "(a new AgentEnv) on what it serves now"
+            )
+        with self._lock:
+            server = self._servers.get(url)
+            if server is not None:
+                self._leave_out(server, why)
+        return f"the server at {url} {why}"
+
     def _open(self, url: str) -> SessionClient:
         session = SessionClient(
             url, connect_timeout_s=self._connect_timeout_s, token=self.settings.token_for(url)
@@ -290,7 +315,7 @@ class Fleet:
             return
         fingerprint = status.get("tasks_fingerprint")
         if self.settings.fingerprint is not None and fingerprint != self.settings.fingerprint:
-            self._leave_out(server, f"serves other tasks than the fleet (fingerprint {fingerprint})")
+            self._leave_out(server, _serves_other(fingerprint, self.settings.fingerprint))
         elif status.get("shutting_down"):
             self._leave_out(server, "is shutting down")
         else:
@@ -318,6 +343,13 @@ class Fleet:
             "per toolset, and each holds a session: raise MAX_CONCURRENT_ENVS (or --max-concurrent-envs) "
             "on the servers, or add servers"
         )
+
+
+def _serves_other(fingerprint: object, expected: str) -> str:
+    return (
+        "serves other tasks or bundle content than the run started with "
+        f"(fingerprint {fingerprint}, not {expected})"
+    )
 
 
 async def _json(client: httpx.AsyncClient, url: str, headers: Mapping[str, str]) -> Any:

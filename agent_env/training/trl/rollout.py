@@ -3,8 +3,10 @@
 TRL resets every rollout of a batch, one after the other, before generating; so `reset` only sends
 the reset and returns, and the first tool call or `get_reward` waits for the deploy. Calls on one
 instance are serialized by a lock (AsyncGRPO calls from a thread pool). An episode that cannot be
-scored (it failed on the server, missed a deadline, lost its session, or is not the task its row
-names) gives no reward: `None`, which TRL turns into NaN.
+scored (it failed on the server, missed a deadline, lost its session, is not the task its row
+names, or its server's fingerprint is not the run's) gives no reward: `None`, which TRL turns into NaN.
+A single server whose fingerprint changed is no such episode: its rewards would all be another
+bundle's, so its tool calls and reward raise `FleetMismatchError`, which stops the run.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
 from agent_env.training.trl._client_loop import Answer
-from agent_env.training.trl.errors import ToolCallError
+from agent_env.training.trl.errors import FleetMismatchError, ToolCallError
 from agent_env.training.trl.fleet import Fleet
 from agent_env.training.trl.session import ServerRefusedError, SessionClient, SessionLostError
 
@@ -50,12 +52,16 @@ class _Episode:
     split: str
     index: int
     prompt: list[dict[str, Any]] | None
+    url: str
     deploy: Answer[AgentEnvObservation]
     deployed: bool = False
     done: bool = False
     reward: float | None = None
     ended: str | None = None
     """Why the episode cannot go on or be scored; None while it can."""
+    stops_run: bool = False
+    """Its single server serves other tasks or bundle content than the run (`ended` says which): every
+    call on it raises, for no reward there is the run's."""
 
 
 class Rollouts:
@@ -85,7 +91,7 @@ class Rollouts:
             self._episode = None
             session = self._open_session()
             deploy = session.reset(split, index, timeout_s=self._deadlines.reset_timeout, label=self._label)
-            self._episode = _Episode(split, index, prompt, deploy)
+            self._episode = _Episode(split, index, prompt, session.url, deploy)
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
         with self._lock:
@@ -146,17 +152,29 @@ class Rollouts:
         return episode
 
     def _deployed(self, episode: _Episode) -> None:
-        """Wait for the episode's reset, once, and check it deployed the row's task."""
-        if episode.deployed:
-            return
-        episode.deployed = True
+        """Wait for the episode's reset, once, and check it deployed the row's task on a server that
+        still serves the run's tasks and bundle content."""
+        if not episode.deployed:
+            episode.deployed = True
+            self._check_deploy(episode)
+        if episode.stops_run:
+            raise FleetMismatchError(episode.ended)
+
+    def _check_deploy(self, episode: _Episode) -> None:
         try:
             answer = episode.deploy.result()
         except Exception as failed:
             episode.ended = f"the episode was lost: its reset failed: {_why(failed)}"
             self._report(failed)
             return
-        if answer.error is not None:
+        try:
+            changed = self._fleet.changed(episode.url, answer.tasks_fingerprint)
+        except FleetMismatchError as mismatch:
+            episode.ended, episode.stops_run = str(mismatch), True
+            return
+        if changed is not None:
+            episode.ended = f"the episode cannot be scored: {changed}"
+        elif answer.error is not None:
             episode.ended = f"the episode ended: {answer.error.code}: {answer.error.message}"
         elif (answer.split, answer.index) != (episode.split, episode.index) or (
             episode.prompt is not None and _messages(answer.prompt) != _messages(episode.prompt)

@@ -7,15 +7,18 @@ harbor has no example of (no system prompt, an empty split, bash with a role and
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 import agent_env
 from agent_env import AccessChange, TaskSpec
 from agent_env.openenv import BackgroundServer, build_app, build_served_app
 from agent_env.sandbox.base import KILL_MARGIN_S
 from agent_env.testing import FakeTask, fake_served
+from tst.support.bundles import SHELF, a_task, make_bundle
 from tst.support.harbor import HARBOR
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate, list_crates
@@ -571,6 +574,46 @@ def test_the_status_carries_a_fingerprint_of_every_task_spec_the_task_api_lists(
     }
     fingerprint = get(harbor, "/harbor/status").json()["tasks_fingerprint"]
 
-    assert fingerprint == agent_env.tasks_fingerprint(listed)
+    assert fingerprint == agent_env.tasks_fingerprint(
+        listed, content=agent_env.load_bundle(HARBOR).content_digest
+    )
     assert get(renamed, "/harbor-v2/status").json()["tasks_fingerprint"] == fingerprint
     assert get(other, "/tasks/status").json()["tasks_fingerprint"] != fingerprint
+
+
+SEEDED = a_task(files={"notes.txt": {"source": "files/notes.txt"}})
+COPIES: dict[str, dict[str, Any]] = {
+    "a verifier's expectation": {
+        "tasks": {
+            "train": [{**SEEDED, "verifiers": [{"type": "items", "env": "shelf", "expected": ["Emma"]}]}]
+        }
+    },
+    "a seed file": {"files": {"files/notes.txt": "Emma is due back.\n"}},
+    "the env's code": {
+        "envs": {"shelf": SHELF.replace("self.books.append(title)", "self.books.append(title.upper())")}
+    },
+}
+
+
+def shelf_copy(root: Path, **changed: Any) -> Path:
+    """The shelf bundle with a seeded task, with `changed` (make_bundle's arguments) replaced."""
+    base: dict[str, Any] = {"tasks": {"train": [SEEDED]}, "files": {"files/notes.txt": "Dune is due back.\n"}}
+    return make_bundle(root, **{**base, **changed})
+
+
+@pytest.mark.parametrize("what", list(COPIES))
+def test_the_status_fingerprint_tells_bundle_copies_apart_by_what_decides_a_score_not_by_their_folder(
+    serve: Serve, tmp_path: Path, what: str
+) -> None:
+    first, same, changed = (
+        get(serve(build_app(root)), f"/{root.name}/status")
+        for root in (
+            shelf_copy(tmp_path / "first"),
+            shelf_copy(tmp_path / "same"),
+            shelf_copy(tmp_path / "changed", **COPIES[what]),
+        )
+    )
+
+    assert [answer.status_code for answer in (first, same, changed)] == [200] * 3
+    assert first.json()["tasks_fingerprint"] == same.json()["tasks_fingerprint"]
+    assert first.json()["tasks_fingerprint"] != changed.json()["tasks_fingerprint"]
