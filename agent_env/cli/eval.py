@@ -3,7 +3,9 @@
 With `--model-url`, `--model` is the model's name at that endpoint, which is checked before any
 episode (one line and exit 2 when it does not answer, refuses the key or does not serve the model).
 Without it, `--model` is a local Hugging Face model folder, loaded before any episode (one line and
-exit 2 when it is not one). A progress line goes to stderr, then the table to stdout.
+exit 2 when it is not one). A progress line goes to stderr, then the table to stdout. A run in which
+any sample was an error of the model's side (its endpoint failed, past its retries or its deadline)
+exits 3: its results are written, but its mean is not a measure of the model.
 """
 
 from __future__ import annotations
@@ -12,6 +14,16 @@ import argparse
 import sys
 from typing import Any
 
+UNSOUND = 3
+"""The exit code of a run with errors of the model's side: written, but not a measure of the model."""
+
+EXIT_CODES = (
+    "exit codes: 0 every sample was played (whatever it scored); 1 a missing extra; 2 the target or "
+    f"the model cannot play, before any episode; {UNSOUND} some samples were errors of the model's side "
+    "(its endpoint failed, past --max-retries or --request-timeout): results are written, but the mean "
+    "is not the model's"
+)
+
 
 def add_parser(commands: Any) -> None:
     """The `eval` subcommand, on the `agent-env` parser's subparsers."""
@@ -19,6 +31,7 @@ def add_parser(commands: Any) -> None:
         "eval",
         help="play a split with a model (an OpenAI-compatible endpoint's, or a local Hugging Face "
         "folder); per-task scores, pass@k",
+        epilog=EXIT_CODES,
     )
     parser.add_argument(
         "target", help="a bundle folder (served in this process) or an agent_env server's URL"
@@ -51,6 +64,14 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--api-key-env", help="the environment variable holding the endpoint's API key")
     parser.add_argument("--max-retries", type=int, default=3, help="retries of a failed request (default: 3)")
+    parser.add_argument(
+        "--request-timeout",
+        type=_seconds,
+        default=300.0,
+        metavar="SECONDS",
+        help="each request to the endpoint has this long in all, its retries and its answer's body "
+        "included; past it, the sample is an error (default: 300)",
+    )
     parser.add_argument("--token", help="the agent_env server's bearer token (default: $AGENTENV_TOKEN)")
     parser.set_defaults(run=run)
 
@@ -73,7 +94,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     extra_settings: dict[str, Any] = {"temperature": args.temperature}
     if args.model_url:
-        extra_settings |= {"model_url": args.model_url, "max_retries": args.max_retries}
+        extra_settings |= {
+            "model_url": args.model_url,
+            "max_retries": args.max_retries,
+            "request_timeout_s": args.request_timeout,
+        }
     else:
         extra_settings |= {"max_new_tokens": args.max_new_tokens}
 
@@ -106,12 +131,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=err)
         return 2
     print(result.table())
-    if result.errors:
-        where = "at the model's endpoint" if args.model_url else "in the model's generation"
-        print(f"\n{result.errors} samples failed {where}: counted as errors, not scored", file=err)
     if args.out:
         print(f"\nresults.json and the trajectories are in {args.out}")
-    return 0
+    if not result.errors:
+        return 0
+    where = "at the model's endpoint" if args.model_url else "in the model's generation"
+    samples = "sample" if result.errors == 1 else "samples"
+    print(f"\n{result.errors} {samples} failed {where}: errors, not scored, because:", file=err)
+    reasons = dict.fromkeys(t.outcome.reason for t in result.trajectories if t.outcome.kind == "error")
+    for reason in list(reasons)[:_REASONS_SHOWN]:
+        print(f"  {reason[:_REASON_CHARS]}", file=err)
+    if len(reasons) > _REASONS_SHOWN:
+        print(
+            f"  and {len(reasons) - _REASONS_SHOWN} other reasons (each error's trajectory says it)", file=err
+        )
+    print(f"the run is unsound, the mean is not the model's: exit {UNSOUND}", file=err)
+    return UNSOUND
+
+
+_REASONS_SHOWN = 3
+_REASON_CHARS = 300
 
 
 class _UnplayableError(Exception):
@@ -128,6 +167,7 @@ def _endpoint_policy(args: argparse.Namespace) -> Any:
         api_key_env=args.api_key_env,
         temperature=args.temperature,
         max_retries=args.max_retries,
+        request_timeout_s=args.request_timeout,
     )
     try:
         policy.check()
@@ -146,6 +186,13 @@ def _local_policy(args: argparse.Namespace) -> Any:
         )
     except LocalModelError as exc:
         raise _UnplayableError(str(exc)) from None
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0 seconds, got {text}")
+    return value
 
 
 def _positive(text: str) -> int:

@@ -4,7 +4,8 @@ The conversation is carried as TRL carries it: the reset's prompt, then each ans
 call's result (a `tool` message with its `tool_call_id`). A turn ends when the model answers without
 a tool call (its text is the reply), calls `end_turn`, makes a call that does not parse (its text is
 the reply; counted as invalid), or reaches `max_tool_calls`; the next turn's prompt is the next user
-message. A policy that fails past its retries makes the sample an error, which is never scored.
+message. A policy that fails (past its retries, or raising anything at all) makes the sample an error,
+`POLICY_ERROR`, which is never scored; `SESSION_LOST` is the server's session lost and nothing else.
 """
 
 from __future__ import annotations
@@ -146,6 +147,11 @@ class _Game:
             except PolicyError as exc:
                 raise _EpisodeOverError(
                     OutcomeRecord(kind="error", code="POLICY_ERROR", reason=str(exc))
+                ) from None
+            except Exception as exc:  # a policy's own failure is the model side's, never a lost session
+                reason = f"the policy raised {type(exc).__name__}: {exc}"
+                raise _EpisodeOverError(
+                    OutcomeRecord(kind="error", code="POLICY_ERROR", reason=reason)
                 ) from None
             messages.append(answer.as_message())
             last_text = answer.content or last_text

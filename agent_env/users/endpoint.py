@@ -42,3 +42,19 @@ def _detail(exc: openai.APIStatusError) -> str:
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         return str(body["message"])[:300]
     return str(exc.message)[:300]
+
+
+def late_answer(base_url: str, seconds: float) -> str:
+    """What a request past its deadline says (its retries and its body included)."""
+    return f"the endpoint at {base_url} sent no complete answer within {seconds:g} s"
+
+
+def unreadable_answer(base_url: str, what: str, body: bytes) -> str:
+    """What an answer that is no chat completion says: the endpoint, what is wrong, its first bytes."""
+    excerpt = body[:EXCERPT_BYTES].decode("utf-8", "replace")
+    more = " ..." if len(body) > EXCERPT_BYTES else ""
+    return f"the endpoint at {base_url} sent {what}: {excerpt!r}{more}"
+
+
+EXCERPT_BYTES = 120
+"""How much of an unreadable answer its error quotes."""

@@ -4,22 +4,25 @@ Each conversation is one sample of a task, told apart by its first user message;
 conversation of a task plays `plays[task_id][n]`: "solve" (the bundle's reference play: its calls,
 an `end_turn` for every turn but the last, whose reply is plain text), "text" (a reply with no tool
 call), or "malformed" (a call whose arguments are not JSON); every request for a task in `down` is
-answered 500. Conversations are found again by their tool calls' ids. `fail_first` answers the first requests
-500 (retries); `api_key` and `model` are what it accepts (401 and 404 otherwise).
+answered 500, and every request for a task in `broken` is answered as its value says (`BROKEN`: a 200
+whose body trickles, is not JSON, is garbage, is not a chat completion, or is 50 MB). Conversations
+are found again by their tool calls' ids. `fail_first` answers the first requests 500 (retries);
+`api_key` and `model` are what it accepts (401 and 404 otherwise).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agent_env.bundle import Bundle, load_bundle
@@ -28,6 +31,14 @@ from agent_env.replay import Script, load_solutions
 API_KEY = "sk-stand-in"
 MODEL = "stand-in"
 GIVE_UP = "I cannot help with that."
+TRICKLE_EVERY_S = 0.5
+"""How often a "slow" answer sends its next byte: more often than a read timeout of a second would
+notice, so that only a deadline on the whole answer ends it."""
+NOT_JSON = b'{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "mess'
+GARBAGE = b"<html><body><h1>502 Bad Gateway</h1>nginx</body></html>"
+NOT_A_COMPLETION = b'{"object": "list", "data": [{"id": "stand-in", "object": "model"}]}'
+HUGE_BYTES = 50 * 1024 * 1024
+BROKEN = ("slow", "not-json", "garbage", "not-a-completion", "huge")
 
 
 @dataclass
@@ -38,6 +49,7 @@ class ChatStandIn:
     split: str
     plays: Mapping[str, Sequence[str]]
     down: frozenset[str] = frozenset()
+    broken: Mapping[str, str] = field(default_factory=dict)
     fail_first: int = 0
     api_key: str = API_KEY
     model: str = MODEL
@@ -68,7 +80,7 @@ class ChatStandIn:
             {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "x"}]}
         )
 
-    async def _chat(self, request: Request) -> JSONResponse:
+    async def _chat(self, request: Request) -> Response:
         if refused := self._refused(request):
             return refused
         body = await request.json()
@@ -81,6 +93,8 @@ class ChatStandIn:
                 return _error(500, "the stand-in failed on purpose", "server_error")
             if self._task_of(body["messages"]) in self.down:
                 return _error(500, "the stand-in is down for this task", "server_error")
+            if how := self.broken.get(self._task_of(body["messages"])):
+                return _broken(how)
             conversation, task_id, play = self._which(body["messages"])
             call_id = f"call-{conversation}-{next(self._ids)}"
         return JSONResponse(_completion(self.model, self._answer(task_id, play, body["messages"], call_id)))
@@ -152,6 +166,34 @@ def _completion(model: str, message: dict[str, Any]) -> dict[str, Any]:
             }
         ],
     }
+
+
+def _broken(how: str) -> Response:
+    """A 200 that is no chat completion, as `how` (one of `BROKEN`) says."""
+    if how == "slow":
+        # Headers that promise a large body, then a byte every TRICKLE_EVERY_S (for a minute at most).
+        headers = {"content-length": "1000000"}
+        return StreamingResponse(_trickle(), media_type="application/json", headers=headers)
+    if how == "huge":
+        return StreamingResponse(_huge(), media_type="application/json")
+    if how == "garbage":
+        return Response(GARBAGE, media_type="text/html", status_code=200)
+    bodies = {"not-json": NOT_JSON, "not-a-completion": NOT_A_COMPLETION}
+    return Response(bodies[how], media_type="application/json")
+
+
+async def _trickle() -> AsyncIterator[bytes]:
+    yield b"{"
+    for _ in range(120):
+        await asyncio.sleep(TRICKLE_EVERY_S)
+        yield b" "
+
+
+async def _huge() -> AsyncIterator[bytes]:
+    chunk = 1024 * 1024
+    yield b'{"id": "' + b"x" * (chunk - 8)
+    for _ in range(HUGE_BYTES // chunk - 1):
+        yield b"x" * chunk
 
 
 def _error(status: int, message: str, code: str) -> JSONResponse:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
+
+import pytest
 
 from agent_env.cli import main
 from tst.support.chat_stand_in import API_KEY, MODEL, eval_ids, start_stand_in
@@ -146,3 +149,65 @@ def test_a_local_model_folder_that_does_not_exist_is_one_line_and_exit_2_before_
     code = main(["eval", str(HARBOR), "--model", str(tmp_path / "nowhere")])
 
     assert f"{tmp_path / 'nowhere'} does not exist" in one_line_before_any_episode(capsys, code, tmp_path)
+
+
+def test_an_endpoint_whose_answer_trickles_in_is_an_error_at_request_timeout_and_eval_exits_3(
+    serve, tmp_path
+):
+    _, url = start_stand_in(serve, {IDS[0]: ["solve"]}, broken={IDS[1]: "slow"})
+    command = [sys.executable, "-m", "agent_env.cli", *eval_args(url, "--request-timeout", "1.5")]
+
+    done = subprocess.run(
+        [*command, "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "STAND_IN_KEY": API_KEY},
+    )
+
+    assert done.returncode == 3, done.stderr
+    assert "eval: 11/11 episodes, mean score 0.10, 1 error" in done.stderr
+    assert f"the endpoint at {url} sent no complete answer within 1.5 s" in done.stderr
+    assert "1 sample failed at the model's endpoint" in done.stderr
+    assert "the mean is not the model's: exit 3" in done.stderr
+    totals = next(line.split() for line in done.stdout.splitlines() if line.startswith("all"))
+    assert totals[3:5] == ["11", "0.10"] and totals[-2:] == ["1", "0"]
+    assert json.loads((tmp_path / "results.json").read_text())["errors"] == 1
+
+
+def test_endpoint_errors_of_any_kind_are_counted_beside_the_mean_and_eval_exits_3(
+    serve, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("STAND_IN_KEY", API_KEY)
+    _, url = start_stand_in(
+        serve, {IDS[0]: ["solve"]}, down=frozenset({IDS[1]}), broken={IDS[2]: "not-json", IDS[3]: "garbage"}
+    )
+
+    code = main(eval_args(url, "--max-retries", "0", "--out", str(tmp_path)))
+
+    out, err = capsys.readouterr()
+    assert code == 3
+    assert "eval: 11/11 episodes, mean score 0.12, 3 errors" in err
+    assert "3 samples failed at the model's endpoint" in err
+    assert f"{url} answered 500" in err and "sent something that is not JSON" in err
+    assert json.loads((tmp_path / "results.json").read_text())["errors"] == 3
+    assert "errors" in out.splitlines()[0]
+
+
+def test_a_run_without_endpoint_errors_exits_0_even_when_every_sample_scores_0(serve, capsys, monkeypatch):
+    monkeypatch.setenv("STAND_IN_KEY", API_KEY)
+    _, url = start_stand_in(serve)
+
+    code = main(eval_args(url))
+
+    assert code == 0
+    assert "eval: 11/11 episodes, mean score 0.00, 0 errors" in capsys.readouterr().err
+
+
+def test_eval_s_help_says_which_exit_code_an_unsound_run_ends_with(capsys):
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--request-timeout SECONDS" in out
+    assert "3 some samples were errors of the model's side" in out

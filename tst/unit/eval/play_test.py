@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from agent_env import Tool
-from agent_env.eval import PlaySettings, ScriptedPolicy, play_sample
+from agent_env.eval import AssistantMessage, Message, PlaySettings, ScriptedPolicy, play_sample
 from agent_env.openenv import build_served_app
 from agent_env.specs import Script, ScriptedCall, ScriptedTurn
 from agent_env.testing import FakeTask, fake_served
@@ -36,3 +39,21 @@ def test_each_tool_call_is_sent_with_the_deadline_its_tool_lists_else_with_tool_
     steps = recorder.of_type("step")
     sent = [(s["tool"], s["metadata"]["timeout_s"]) for s in steps if s["kind"] == "call_tool"]
     assert sent == [("add_crate", 7), ("list_crates", 20)]
+
+
+def test_a_policy_that_raises_anything_makes_its_sample_an_error_of_the_policy_never_a_lost_session(
+    serve: Serve,
+) -> None:
+    task = FakeTask("store", tools=[add_crate, list_crates])
+    url = serve({"train": [task]}).url
+
+    def broken(messages: list[Message], tools: list[dict[str, Any]]) -> AssistantMessage:
+        raise json.JSONDecodeError("Expecting value", "<html>", 0)
+
+    played = play_sample(url, task.spec("train", 0), broken, model=None)
+
+    assert (played.outcome.kind, played.outcome.code, played.score) == ("error", "POLICY_ERROR", None)
+    assert (
+        played.outcome.reason
+        == "the policy raised JSONDecodeError: Expecting value: line 1 column 1 (char 0)"
+    )

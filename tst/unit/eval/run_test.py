@@ -18,7 +18,7 @@ STORE, MOVE, STORE_THEN_MOVE, COUNT, MANIFEST = IDS[0], IDS[1], IDS[2], IDS[3], 
 
 
 def policy(url: str, **options) -> OpenAIPolicy:
-    return OpenAIPolicy(url, MODEL, api_key=API_KEY, max_retries=2, **options)
+    return OpenAIPolicy(url, MODEL, api_key=API_KEY, **{"max_retries": 2, **options})
 
 
 def test_each_task_s_pass_at_k_and_mean_are_what_its_scripted_samples_imply_and_results_json_says_so(
@@ -174,3 +174,24 @@ def test_a_server_at_a_url_with_a_token_is_played_as_a_bundle_is_and_its_verifie
     expected = load_bundle(HARBOR).tasks("eval")[_index(STORE)].verifiers
     assert [(v.type, v.weight) for v in stored.verifiers] == [(v.spec.type, v.spec.weight) for v in expected]
     assert [v.score for v in stored.verifiers] == [1.0] * len(expected)
+
+
+def test_a_sample_whose_endpoint_answers_garbage_is_an_error_reported_apart_never_a_lost_session_or_a_0(
+    serve, tmp_path
+):
+    _, url = start_stand_in(
+        serve, {STORE: ["solve"]}, broken={MOVE: "garbage", COUNT: "not-json", MANIFEST: "huge"}
+    )
+
+    result = evaluate(HARBOR, policy(url, max_retries=0), out=tmp_path)
+
+    by_id = {task.id: task for task in result.tasks}
+    assert [(by_id[i].errors, by_id[i].failed, by_id[i].mean_score) for i in (MOVE, COUNT, MANIFEST)] == [
+        (1, 0, None)
+    ] * 3
+    assert (result.errors, result.failed, result.mean_score) == (3, 0, pytest.approx(1 / 8))
+    errors = {t.task.id: t.outcome for t in read_trajectories(tmp_path) if t.outcome.kind == "error"}
+    assert sorted(errors) == sorted([MOVE, COUNT, MANIFEST])
+    assert {outcome.code for outcome in errors.values()} == {"POLICY_ERROR"}
+    assert "502 Bad Gateway" in errors[MOVE].reason and f"the endpoint at {url}" in errors[COUNT].reason
+    assert json.loads((tmp_path / RESULTS_FILE).read_text())["errors"] == 3

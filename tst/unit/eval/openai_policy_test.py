@@ -1,0 +1,78 @@
+"""`OpenAIPolicy`: what a model endpoint that answers 200 with something other than a chat
+completion, or never finishes its answer, makes of one request."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from agent_env.eval import OpenAIPolicy, PolicyError
+from tst.support.chat_stand_in import API_KEY, MODEL, eval_ids, start_stand_in
+from tst.support.harbor import HARBOR
+
+STORE = eval_ids()[0]
+BOUND_S = 30.0
+"""How long a test waits for the policy's answer before it fails: a hang fails, it does not hang."""
+
+
+def first_request() -> list[dict[str, Any]]:
+    from agent_env import load_bundle
+
+    return [{"role": "user", "content": load_bundle(HARBOR).tasks("eval")[0].turns[0]}]
+
+
+def answer_of(policy: OpenAIPolicy) -> tuple[BaseException | None, float]:
+    """What one request raised (None if it answered) and how long it took, waited on for BOUND_S."""
+    raised: list[BaseException | None] = []
+
+    def ask() -> None:
+        try:
+            policy(first_request(), [])
+            raised.append(None)
+        except BaseException as exc:  # the test reads whatever it was
+            raised.append(exc)
+
+    started = time.monotonic()
+    asking = threading.Thread(target=ask, daemon=True)
+    asking.start()
+    asking.join(BOUND_S)
+    assert raised, f"the request had no answer after {BOUND_S:g} s"
+    return raised[0], time.monotonic() - started
+
+
+def test_an_answer_that_trickles_in_byte_by_byte_is_a_policy_error_at_the_request_s_deadline(serve):
+    _, url = start_stand_in(serve, broken={STORE: "slow"})
+    policy = OpenAIPolicy(url, MODEL, api_key=API_KEY, request_timeout_s=1.5)
+
+    raised, seconds = answer_of(policy)
+
+    assert isinstance(raised, PolicyError)
+    assert f"the endpoint at {url} sent no complete answer within 1.5 s" in str(raised)
+    assert "--request-timeout" in str(raised)
+    assert 1.5 <= seconds < 4.0
+
+
+@pytest.mark.parametrize(
+    ("how", "said"),
+    [
+        ("not-json", 'sent something that is not JSON: \'{"id": "chatcmpl-1", "object"'),
+        ("garbage", "sent something that is not JSON: '<html><body><h1>502 Bad Gateway</h1>"),
+        ("not-a-completion", 'sent JSON that is not a chat completion (no choices): \'{"object": "list"'),
+        ("huge", "sent more than 4 MiB for one answer"),
+    ],
+)
+def test_an_answer_that_is_not_a_chat_completion_is_a_policy_error_naming_the_endpoint_and_what_it_sent(
+    serve, how, said
+):
+    scripted, url = start_stand_in(serve, broken={STORE: how})
+    policy = OpenAIPolicy(url, MODEL, api_key=API_KEY, max_retries=0)
+
+    raised, _ = answer_of(policy)
+
+    assert isinstance(raised, PolicyError), repr(raised)
+    assert f"the endpoint at {url} {said}" in str(raised)
+    assert len(str(raised)) < 600
+    assert len(scripted.requests) == 1
