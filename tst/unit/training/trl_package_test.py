@@ -32,6 +32,7 @@ SHARED_WITH_THE_SERVER = {
     "agent_env._private",
     "agent_env._private.openenv_client",
     "agent_env._private.threading_exit",
+    "agent_env._unicode",
     "agent_env.errors",
     "agent_env.names",
     "agent_env.specs",
