@@ -60,7 +60,8 @@ class AllowedHosts:
             if name != ANY_HOST and (any(c in name for c in "/:[]@ *") or not name.isascii()):
                 raise ValueError(
                     f"an allowed host is a bare name such as agent-env.example (no scheme, port or "
-                    f"path), or {ANY_HOST} for any; got {raw!r}: check --allow-host or {ALLOWED_HOSTS_VARIABLE}"
+                    f"path), or {ANY_HOST} for any; got {raw!r}: check --allow-host or "
+                    f"{ALLOWED_HOSTS_VARIABLE}"
                 )
             names.add(name)
         return cls(frozenset(names))
@@ -87,10 +88,7 @@ class AllowedHosts:
     def _host_allowed(self, host: str) -> bool:
         name = _name_and_port(host)[0]
         return (
-            ANY_HOST in self.names
-            or name in self.names
-            or names_loopback(host)
-            or _address(name) is not None
+            ANY_HOST in self.names or name in self.names or names_loopback(host) or _address(name) is not None
         )
 
     def _origin_allowed(self, origin: str, hosts: list[str], *, secure: bool) -> bool:
@@ -113,7 +111,8 @@ class AllowedHosts:
 
 
 def _name_and_port(host: str) -> tuple[str, int | None]:
-    """`name:port`, `[v6]:port` or a bare name, lowercased, without a final dot; port None if absent or bad."""
+    """`name:port`, `[v6]:port` or a bare name: the name lowercased without a final dot, and the port
+    (None if absent or not a number)."""
     host = host.strip().lower()
     if host.startswith("["):
         name, _, rest = host[1:].partition("]")

@@ -30,8 +30,8 @@ from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute, WebSocketRoute
 
 import agent_env
-from agent_env.bundle import Bundle, load_bundle
 from agent_env._origins import AllowedHosts
+from agent_env.bundle import Bundle, load_bundle
 from agent_env.openenv.auth import OwnHostsOnly, RequireToken
 from agent_env.openenv.context import ServerContext
 from agent_env.openenv.disconnects import WatchDisconnects
@@ -148,9 +148,9 @@ def build_app(
     if set) is then required as `Authorization: Bearer <token>` on every route, the WebSocket
     included. Requests addressed to a host other than a loopback name, an IP address or one of
     `allowed_hosts` (default: `AGENTENV_ALLOWED_HOSTS`, comma-separated; `*` for any), and requests
-    from a web page of another origin, are refused with 403. `record` names a folder where each episode's trajectory is written once it is torn
-    down, in files that roll at `record_max_mb`; the token and what the bundle's `[record]` marks
-    secret are redacted.
+    from a web page of another origin, are refused with 403. `record` names a folder where each
+    episode's trajectory is written once it is torn down, in files that roll at `record_max_mb`; the
+    token and what the bundle's `[record]` marks secret are redacted.
     """
     loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
     recorder = None
@@ -191,8 +191,8 @@ def build_served_app(
     The seam under `build_app`, which passes it a bundle's served tasks: pass any others, such as
     `agent_env.testing.fake_served(...)`, to get exactly the server a bundle gets. `name` is the
     `{env_name}` of the Task API's routes (made safe for a URL path), `description` the app's;
-    `max_concurrent_envs`, `token` and `allowed_hosts` are as for `build_app`; `recorder`, if given, gets every
-    episode's trajectory once it is torn down, and is closed when the server shuts down.
+    `max_concurrent_envs`, `token` and `allowed_hosts` are as for `build_app`; `recorder`, if given,
+    gets every episode's trajectory once it is torn down, and is closed when the server shuts down.
     `sandboxes`, the provider the tasks' episodes use, is started with the server and closed after
     its last teardown if it has work of its own (`RunsWithServer`: a warm pool, say).
     """

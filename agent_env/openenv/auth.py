@@ -58,7 +58,9 @@ class RequireToken:
             await self.app(scope, receive, send)
             return
         why = "missing" if not _header(scope, b"authorization") else "wrong"
-        detail = f"the server requires a bearer token and this one is {why}: pass token= or set {TOKEN_VARIABLE}"
+        detail = (
+            f"the server requires a bearer token and this one is {why}: pass token= or set {TOKEN_VARIABLE}"
+        )
         await _refuse(scope, send, 401, detail, [(b"www-authenticate", b"Bearer")])
 
     def _carries_token(self, scope: Scope) -> bool:

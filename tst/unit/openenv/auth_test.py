@@ -229,7 +229,9 @@ def test_a_host_the_server_is_told_to_allow_is_answered_with_its_pages_origin(
 
     for server in (given, from_environment):
         name = f"agent-env.example:{server.port}"
-        answer = httpx.get(f"{server.url}/health", headers={"Host": name, "Origin": f"http://{name}"}, timeout=10)
+        answer = httpx.get(
+            f"{server.url}/health", headers={"Host": name, "Origin": f"http://{name}"}, timeout=10
+        )
         assert answer.status_code == 200, answer.text
         with open_websocket(server, host=name, origin=f"http://{name}"):
             pass
