@@ -12,6 +12,8 @@ import argparse
 import sys
 from typing import Any
 
+from agent_env.cli._token import add_token_options, token_of
+
 
 def add_parser(commands: Any) -> None:
     """The `eval` subcommand, on the `agent-env` parser's subparsers."""
@@ -51,12 +53,17 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--api-key-env", help="the environment variable holding the endpoint's API key")
     parser.add_argument("--max-retries", type=int, default=3, help="retries of a failed request (default: 3)")
-    parser.add_argument("--token", help="the agent_env server's bearer token (default: $AGENTENV_TOKEN)")
+    add_token_options(parser, "the agent_env server's bearer token")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     err = sys.stderr
+    try:
+        token = token_of(args, err)
+    except ValueError as exc:
+        print(f"error: {exc}", file=err)
+        return 2
     try:
         from agent_env.eval import PlaySettings, Policy, Progress, evaluate
         from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
@@ -97,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             settings=PlaySettings(max_tool_calls=args.max_tool_calls),
             model=args.model,
-            token=args.token,
+            token=token,
             out=args.out,
             progress=show,
             extra_settings=extra_settings,
