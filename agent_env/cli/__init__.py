@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.cli import eval as eval_command
+from agent_env.cli._token import add_token_options, token_of
 from agent_env.cli.play import play_in_terminal
 from agent_env.cli.table import table
 from agent_env.episode import Episode
@@ -91,9 +92,15 @@ def _parser() -> argparse.ArgumentParser:
         help="docker sandbox: keep N containers started ahead of the episodes (default: the bundle's "
         "[sandbox] warm, else 0)",
     )
+    add_token_options(serve, "require this bearer token on every route and the WebSocket")
     serve.add_argument(
-        "--token",
-        help="require this bearer token on every route and the WebSocket (default: $AGENTENV_TOKEN, if set)",
+        "--allow-host",
+        action="append",
+        metavar="NAME",
+        dest="allowed_hosts",
+        help="also answer requests addressed to NAME, as behind a proxy or a Service's name (repeatable; "
+        "* for any; default: $AGENTENV_ALLOWED_HOSTS, comma-separated). Loopback names and IP addresses "
+        "are always answered",
     )
     serve.add_argument(
         "--record",
@@ -185,6 +192,11 @@ def _play(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     try:
+        token = token_of(args, sys.stderr)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
         from agent_env.openenv import serve
     except ImportError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -196,10 +208,11 @@ def _serve(args: argparse.Namespace) -> int:
             port=args.port,
             max_concurrent_envs=args.max_concurrent_envs,
             sandbox=args.sandbox,
-            token=args.token,
+            token=token,
             record=args.record,
             record_max_mb=args.record_max_mb,
             warm=args.warm,
+            allowed_hosts=args.allowed_hosts,
         )
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -14,6 +14,8 @@ import argparse
 import sys
 from typing import Any
 
+from agent_env.cli._token import add_token_options, token_of
+
 UNSOUND = 3
 """The exit code of a run with errors of the model's side: written, but not a measure of the model."""
 
@@ -64,6 +66,8 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--api-key-env", help="the environment variable holding the endpoint's API key")
     parser.add_argument("--max-retries", type=int, default=3, help="retries of a failed request (default: 3)")
+    add_token_options(parser, "the agent_env server's bearer token")
+
     parser.add_argument(
         "--request-timeout",
         type=_seconds,
@@ -78,6 +82,11 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     err = sys.stderr
+    try:
+        token = token_of(args, err)
+    except ValueError as exc:
+        print(f"error: {exc}", file=err)
+        return 2
     try:
         from agent_env.eval import PlaySettings, Policy, Progress, evaluate
         from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
@@ -122,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
             concurrency=args.concurrency,
             settings=PlaySettings(max_tool_calls=args.max_tool_calls),
             model=args.model,
-            token=args.token,
+            token=token,
             out=args.out,
             progress=show,
             extra_settings=extra_settings,

@@ -20,7 +20,7 @@ import contextlib
 import logging
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from functools import partial
 from pathlib import Path
 
@@ -30,8 +30,9 @@ from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute, WebSocketRoute
 
 import agent_env
+from agent_env._origins import AllowedHosts
 from agent_env.bundle import Bundle, load_bundle
-from agent_env.openenv.auth import RequireToken
+from agent_env.openenv.auth import OwnHostsOnly, RequireToken
 from agent_env.openenv.context import ServerContext
 from agent_env.openenv.disconnects import WatchDisconnects
 from agent_env.openenv.environment import AgentEnvEnvironment
@@ -138,6 +139,7 @@ def build_app(
     record: str | Path | None = None,
     record_max_mb: float = DEFAULT_MAX_MB,
     warm: int | None = None,
+    allowed_hosts: Iterable[str] | None = None,
 ) -> FastAPI:
     """The app that serves `bundle` (a folder or a loaded `Bundle`) over OpenEnv.
 
@@ -145,9 +147,11 @@ def build_app(
     containers kept started ahead of the episodes, each serving one. `env_name` (default: the
     bundle's name) is the `{env_name}` of the Task API's routes. `token` (default: `AGENTENV_TOKEN`,
     if set) is then required as `Authorization: Bearer <token>` on every route, the WebSocket
-    included. `record` names a folder where each episode's trajectory is written once it is torn
-    down, in files that roll at `record_max_mb`; the token and what the bundle's `[record]` marks
-    secret are redacted.
+    included. Requests addressed to a host other than a loopback name, an IP address or one of
+    `allowed_hosts` (default: `AGENTENV_ALLOWED_HOSTS`, comma-separated; `*` for any), and requests
+    from a web page of another origin, are refused with 403. `record` names a folder where each
+    episode's trajectory is written once it is torn down, in files that roll at `record_max_mb`; the
+    token and what the bundle's `[record]` marks secret are redacted.
     """
     loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
     recorder = None
@@ -169,6 +173,7 @@ def build_app(
         recorder=recorder,
         sandboxes=provider,
         content_digest=loaded.content_digest,
+        allowed_hosts=allowed_hosts,
     )
 
 
@@ -182,20 +187,22 @@ def build_served_app(
     recorder: TrajectoryRecorder | None = None,
     sandboxes: SandboxProvider | None = None,
     content_digest: str | None = None,
+    allowed_hosts: Iterable[str] | None = None,
 ) -> FastAPI:
     """The app that serves `served` (split -> tasks, as `serve_bundle` makes them) over OpenEnv.
 
     The seam under `build_app`, which passes it a bundle's served tasks: pass any others, such as
     `agent_env.testing.fake_served(...)`, to get exactly the server a bundle gets. `name` is the
     `{env_name}` of the Task API's routes (made safe for a URL path), `description` the app's;
-    `max_concurrent_envs` and `token` are as for `build_app`; `recorder`, if given, gets every
-    episode's trajectory once it is torn down, and is closed when the server shuts down.
+    `max_concurrent_envs`, `token` and `allowed_hosts` are as for `build_app`; `recorder`, if given,
+    gets every episode's trajectory once it is torn down, and is closed when the server shuts down.
     `sandboxes`, the provider the tasks' episodes use, is started with the server and closed after
     its last teardown if it has work of its own (`RunsWithServer`: a warm pool, say).
     `content_digest`, the digest of the files the tasks come from (`Bundle.content_digest`, which
     `build_app` passes), goes into the server's `tasks_fingerprint` beside the specs.
     """
     required_token = resolve_token(token)
+    allowed = AllowedHosts.of(allowed_hosts)
 
     def status_now() -> ServerStatus:
         return ServerStatus(
@@ -258,7 +265,8 @@ def build_served_app(
     app.state.openenv_server = server
     app.add_middleware(WatchDisconnects, links=context.links)
     if required_token is not None:
-        app.add_middleware(RequireToken, token=required_token)  # the outermost: refused before all else
+        app.add_middleware(RequireToken, token=required_token)
+    app.add_middleware(OwnHostsOnly, allowed=allowed)  # the outermost: a foreign page learns nothing more
     app.state.token_required = required_token is not None
 
     @app.get("/{env_name}/status", tags=["Task API"])

@@ -1,9 +1,12 @@
-"""A bearer token on every route of the server, the WebSocket included.
+"""Who may use the server: requests addressed to it by its own pages or by no page, with its token.
 
-The server runs whatever bash a bundle's sandbox allows for whoever reaches it; off loopback, a token
-is the least it needs. The check is ASGI middleware outside everything else, so a refused request
-reaches no route and a refused WebSocket opens no session. Which token it is, and the header that
-carries it, are `tokens.py`'s, which the trainer's side imports too.
+The server runs whatever bash a bundle's sandbox allows for whoever reaches it. Two checks, both
+ASGI middleware outside everything else, so a refused request reaches no route and a refused
+WebSocket opens no session: `OwnHostsOnly` (outermost) refuses a Host header that names neither
+loopback, an IP address nor an allowed host, and an Origin that is not the server's own
+(`agent_env._origins`: a web page anywhere could otherwise drive it through the user's browser);
+`RequireToken` then asks for the bearer token, when there is one. Which token it is, and the header
+that carries it, are `tokens.py`'s, which the trainer's side imports too.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agent_env._origins import AllowedHosts
 from agent_env.openenv.tokens import TOKEN_VARIABLE as TOKEN_VARIABLE  # re-exported: their first home
 from agent_env.openenv.tokens import bearer as bearer
 from agent_env.openenv.tokens import resolve_token as resolve_token
@@ -21,44 +25,70 @@ _POLICY_VIOLATION = 1008
 _DENIAL = "websocket.http.response"
 
 
+class OwnHostsOnly:
+    """Refuse, with 403, any HTTP request or WebSocket addressed to a foreign host or from a foreign page."""
+
+    def __init__(self, app: ASGIApp, allowed: AllowedHosts) -> None:
+        self.app = app
+        self.allowed = allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        why = self.allowed.refusal(
+            _header(scope, b"host"), _header(scope, b"origin"), secure=scope.get("scheme") in ("https", "wss")
+        )
+        if why is None:
+            await self.app(scope, receive, send)
+        else:
+            await _refuse(scope, send, 403, why)
+
+
 class RequireToken:
-    """Refuse, with 401, any HTTP request or WebSocket that lacks `Authorization: Bearer <token>`."""
+    """Refuse, with 401, any HTTP request or WebSocket that lacks `Authorization: Bearer <token>`
+    (the scheme in any case, as HTTP has it)."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or self._carries_token(scope):
             await self.app(scope, receive, send)
             return
-        why = "missing" if not _authorization(scope) else "wrong"
-        body = json.dumps(
-            {
-                "detail": f"the server requires a bearer token and this one is {why}: pass token= or set "
-                f"{TOKEN_VARIABLE}"
-            }
-        ).encode()
-        if scope["type"] == "http":
-            await _refuse_http(send, body)
-        elif _DENIAL in scope.get("extensions", {}):
-            await _refuse_http(send, body, prefix=_DENIAL)
-        else:
-            await send({"type": "websocket.close", "code": _POLICY_VIOLATION})
+        why = "missing" if not _header(scope, b"authorization") else "wrong"
+        detail = (
+            f"the server requires a bearer token and this one is {why}: pass token= or set {TOKEN_VARIABLE}"
+        )
+        await _refuse(scope, send, 401, detail, [(b"www-authenticate", b"Bearer")])
 
     def _carries_token(self, scope: Scope) -> bool:
-        return any(hmac.compare_digest(value, self._expected) for value in _authorization(scope))
+        for value in _header(scope, b"authorization"):
+            scheme, _, credentials = value.encode("latin-1").partition(b" ")
+            if scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(b" "), self._expected):
+                return True
+        return False
 
 
-def _authorization(scope: Scope) -> list[bytes]:
-    return [value for name, value in scope.get("headers", []) if name.lower() == b"authorization"]
+def _header(scope: Scope, name: bytes) -> list[str]:
+    return [value.decode("latin-1") for key, value in scope.get("headers", []) if key.lower() == name]
 
 
-async def _refuse_http(send: Send, body: bytes, *, prefix: str = "http.response") -> None:
+async def _refuse(
+    scope: Scope, send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """Answer `status` with `{"detail": ...}`; a WebSocket at its handshake, or closed 1008 where the
+    server cannot answer a handshake with a response."""
+    if scope["type"] == "websocket" and _DENIAL not in scope.get("extensions", {}):
+        await send({"type": "websocket.close", "code": _POLICY_VIOLATION})
+        return
+    prefix = "http.response" if scope["type"] == "http" else _DENIAL
+    body = json.dumps({"detail": detail}).encode()
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
-        (b"www-authenticate", b"Bearer"),
+        *(headers or []),
     ]
-    await send({"type": f"{prefix}.start", "status": 401, "headers": headers})
+    await send({"type": f"{prefix}.start", "status": status, "headers": headers})
     await send({"type": f"{prefix}.body", "body": body})

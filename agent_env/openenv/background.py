@@ -6,6 +6,7 @@ import socket
 import threading
 import time
 from types import TracebackType
+from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -14,17 +15,24 @@ _STARTED_POLL_S = 0.01
 
 
 class BackgroundServer:
-    """A uvicorn server for `app` on a thread; `port=0` takes a free port, `url` says which."""
+    """A uvicorn server for `app` on a thread; `port=0` takes a free port, `url` says which; other
+    keywords are `uvicorn.Config`'s (`ws_ping_interval=`, say)."""
 
     def __init__(
-        self, app: ASGIApp, *, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"
+        self,
+        app: ASGIApp,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        log_level: str = "warning",
+        **uvicorn_options: Any,
     ) -> None:
         self._socket = socket.create_server(
             (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET
         )
         self.host = host
         self.port: int = self._socket.getsockname()[1]
-        config = uvicorn.Config(app, log_level=log_level, log_config=None, lifespan="on")
+        config = uvicorn.Config(app, log_level=log_level, log_config=None, lifespan="on", **uvicorn_options)
         self.server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self.server.run,

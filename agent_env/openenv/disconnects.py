@@ -50,7 +50,7 @@ class WatchDisconnects:
         token = CURRENT_LINK.set(relay.link)
         self.links.add(relay.link)
         try:
-            await self.app(scope, relay.receive, relay.sender(send))
+            await self.app(scope, relay.receive, relay.sender(send, _client(scope)))
         finally:
             self.links.discard(relay.link)
             CURRENT_LINK.reset(token)
@@ -84,13 +84,29 @@ class _Relay:
             await self._arrived
         return self._ahead.popleft()
 
-    def sender(self, send: Send) -> Send:
-        """`send`, except that answers to a client already gone are dropped rather than failing."""
+    def sender(self, send: Send, client: str) -> Send:
+        """`send`, except that answers to a client gone are dropped rather than failing: those to one
+        already known gone, and the one whose send fails because it went (the server closed its side
+        on a missed ping, or the socket broke), which is logged in one line and makes it gone."""
 
         async def send_while_there(message: Message) -> None:
-            if self.link.gone and message["type"] == "websocket.send":
+            if message["type"] != "websocket.send":
+                await send(message)
                 return
-            await send(message)
+            if self.link.gone:
+                return
+            try:
+                await send(message)
+            except (
+                OSError,
+                RuntimeError,
+            ) as failed:  # uvicorn's: ClientDisconnected, or sent after its close
+                log.info(
+                    "WebSocket client %s went away before its answer was sent (%s)",
+                    client,
+                    str(failed) or type(failed).__name__,
+                )
+                self._gone(_GONE)
 
         return send_while_there
 
@@ -128,9 +144,23 @@ class _Relay:
             message = _GONE
         if message["type"] != "websocket.disconnect":
             return screened(message)
+        self._gone(message)
+        return message
+
+    def _gone(self, message: Message) -> None:
+        """The client is gone (`message` says how): what waits unread is dropped, the handler's next
+        read is `message`, and the link is told."""
+        if self._last is not None:
+            return
         self._last = message
         self._ahead.clear()
+        if self._arrived is not None and not self._arrived.done():
+            self._arrived.set_result(None)
         self.link.lost(
             ErrorCode.SHUTTING_DOWN if message.get("code") == _SERVER_RESTART else ErrorCode.CLIENT_GONE
         )
-        return message
+
+
+def _client(scope: Scope) -> str:
+    host, port = scope.get("client") or ("?", 0)
+    return f"{host}:{port}"

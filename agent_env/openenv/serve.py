@@ -12,6 +12,7 @@ import ipaddress
 import logging
 import socket
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
@@ -40,13 +41,14 @@ def serve(
     record: str | Path | None = None,
     record_max_mb: float = DEFAULT_MAX_MB,
     warm: int | None = None,
+    allowed_hosts: Iterable[str] | None = None,
     out: TextIO = sys.stdout,
 ) -> None:
     """Serve `bundle` until SIGTERM or Ctrl-C; logs one line per episode.
 
     `token` (default: `AGENTENV_TOKEN`, if set) is required on every route when there is one;
-    `record` is a folder for every episode's trajectory and `warm` the Docker sandboxes' warm pool
-    (`build_app`'s).
+    `record` is a folder for every episode's trajectory, `warm` the Docker sandboxes' warm pool and
+    `allowed_hosts` the names it answers besides loopback and IP addresses (`build_app`'s).
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -61,6 +63,7 @@ def serve(
         record=record,
         record_max_mb=record_max_mb,
         warm=warm,
+        allowed_hosts=allowed_hosts,
     )
     name = app.state.agent_env.name
     listener = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)

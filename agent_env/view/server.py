@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Self, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from agent_env._origins import names_loopback
 from agent_env.view import api
 from agent_env.view.folder import TrajectoryFolder
 
@@ -30,7 +31,6 @@ _PAGE = {
     "/view.js": ("view.js", "text/javascript; charset=utf-8"),
     "/view.css": ("view.css", "text/css; charset=utf-8"),
 }
-_LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
 _HEADERS = {
     "Cache-Control": "no-store",
     "X-Content-Type-Options": "nosniff",
@@ -162,9 +162,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _addressed_to_loopback(self) -> bool:
-        host = self.headers.get("Host", "")
-        name = host[1:].partition("]")[0] if host.startswith("[") else host.partition(":")[0]
-        return name in _LOOPBACK_NAMES
+        return names_loopback(self.headers.get("Host", ""))
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s %s", self.address_string(), format % args)

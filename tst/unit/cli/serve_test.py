@@ -222,6 +222,58 @@ def test_serve_with_a_token_requires_it_of_every_request_and_says_so_on_its_firs
     assert line.endswith(", bearer token required")
     assert httpx.get(f"{url}/health", timeout=10).status_code == 401
     assert started.observation["task_id"] == "store-crate-000"
+    assert "--token shows in `ps`" in served.stderr.read_text()
+    assert "AGENTENV_TOKEN or pass --token-file PATH" in served.stderr.read_text()
+
+
+def test_serve_with_a_token_file_requires_its_token_without_a_warning_and_answers_the_hosts_it_allows(
+    agent_env_serve: Callable[..., ServeProcess], tmp_path: Path
+) -> None:
+    (tmp_path / "token").write_text("harbor-token-8\n")
+    served = agent_env_serve(
+        str(HARBOR),
+        "--port",
+        "0",
+        "--token-file",
+        str(tmp_path / "token"),
+        "--allow-host",
+        "agent-env.example",
+    )
+    url = listening_url(served.first_line())
+    token = {"Authorization": "Bearer harbor-token-8"}
+    port = urlsplit(url).port
+
+    allowed = httpx.get(f"{url}/health", headers={**token, "Host": f"agent-env.example:{port}"}, timeout=10)
+    foreign = httpx.get(f"{url}/health", headers={**token, "Host": f"evil.example:{port}"}, timeout=10)
+
+    assert httpx.get(f"{url}/health", timeout=10).status_code == 401
+    assert (allowed.status_code, foreign.status_code) == (200, 403)
+    assert "--allow-host" in foreign.json()["detail"]
+    assert "warning" not in served.stderr.read_text()
+
+
+@pytest.mark.parametrize("content", [None, "\n"], ids=["missing", "empty"])
+def test_serve_with_a_token_file_missing_or_empty_exits_2_saying_so(
+    tmp_path: Path, content: str | None
+) -> None:
+    path = tmp_path / "token"
+    if content is not None:
+        path.write_text(content)
+    done = subprocess.run(
+        [str(SCRIPT), "serve", str(HARBOR), "--port", "0", "--token-file", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_S,
+        check=False,
+        env=environment(tmp_path),
+    )
+
+    assert done.returncode == 2
+    assert (
+        f"error: the token file {path} is empty" in done.stderr
+        or f"cannot read the token file {path}" in done.stderr
+    )
+    assert "serving" not in done.stdout
 
 
 def test_serve_with_a_token_that_cannot_travel_in_a_header_exits_non_zero_saying_why(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import kubernetes_validate
 import pytest
 
+from agent_env._origins import ALLOWED_HOSTS_VARIABLE, AllowedHosts
 from agent_env.openenv.app import CAPACITY_VARIABLE
 from agent_env.openenv.serve import GRACEFUL_SHUTDOWN_S
 from agent_env.openenv.tokens import TOKEN_VARIABLE, resolve_token
@@ -105,6 +106,16 @@ def test_the_token_and_the_capacity_reach_the_server_through_the_variables_it_re
     reference = env[TOKEN_VARIABLE]["valueFrom"]["secretKeyRef"]
     assert reference["name"] == secret["metadata"]["name"]
     assert reference["key"] in secret["stringData"]
+
+
+def test_the_server_answers_requests_that_name_the_service_and_those_that_name_a_pod_by_its_address():
+    env = {variable["name"]: variable for variable in container()["env"]}
+    service = manifests()["Service"]["metadata"]["name"]
+    allowed = AllowedHosts.of(env[ALLOWED_HOSTS_VARIABLE]["value"].split(","))
+
+    for host in (service, f"{service}.default.svc.cluster.local", "10.244.1.7"):
+        assert allowed.refusal([f"{host}:8000"], []) is None, host
+    assert allowed.refusal(["evil.example:8000"], []) is not None
 
 
 def test_the_secrets_placeholder_is_refused_by_the_server_so_none_serves_with_a_published_token():

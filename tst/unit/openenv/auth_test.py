@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import socket
 from typing import Any
 
 import httpx
 import pytest
 from starlette.routing import Route
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect as connect_websocket
 
+from agent_env._origins import ALLOWED_HOSTS_VARIABLE
 from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer, build_served_app, resolve_token
 from agent_env.openenv.serve import exposure_warning
 from agent_env.testing import FakeTask, fake_served
@@ -129,3 +134,124 @@ def test_off_loopback_the_server_warns_and_says_to_require_a_token_unless_it_has
     assert exposure_warning("127.0.0.1", guarded=False) is None
     assert exposure_warning("::1", guarded=False) is None
     assert exposure_warning("localhost", guarded=False) is None
+
+
+# A web page must not reach the server: foreign Host headers (DNS rebinding) and foreign Origins
+# (any site's page opening a WebSocket to loopback) are refused on every route, before the token.
+
+EVIL = "http://evil.example"
+
+
+def open_websocket(server: BackgroundServer, *, host: str | None = None, origin: str | None = None) -> Any:
+    """A raw WebSocket to the server's `/ws`, its Host header `host` (the URL's name; the socket still
+    reaches loopback) and its Origin header `origin`, if given."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    uri = f"ws://{host or f'127.0.0.1:{server.port}'}/ws"
+    return connect_websocket(uri, sock=sock, origin=origin, open_timeout=10)  # type: ignore[arg-type]
+
+
+def refused_websocket(server: BackgroundServer, **headers: str) -> int:
+    """The status a WebSocket handshake with these headers was refused with."""
+    with pytest.raises(InvalidStatus) as refused, open_websocket(server, **headers):
+        pass
+    status_code: int = refused.value.response.status_code
+    return status_code
+
+
+def test_a_websocket_from_another_sites_page_is_refused_at_its_handshake_and_opens_no_session(
+    serve: Serve,
+) -> None:
+    server = serve(served_tasks())
+
+    codes = [refused_websocket(server, origin=origin) for origin in (EVIL, "null", "http://localhost:3000")]
+
+    assert codes == [403, 403, 403]
+    now = status(server, token=None)
+    assert (now["connections"], now["sessions"]["held"]) == (0, 0)
+
+
+def test_a_websocket_from_the_servers_own_page_or_with_no_origin_plays_an_episode(serve: Serve) -> None:
+    server = serve(served_tasks())
+
+    for origin in (f"http://127.0.0.1:{server.port}", None):
+        with open_websocket(server, origin=origin) as socket_:
+            socket_.send(json.dumps({"type": "reset", "data": {"split": "train", "index": 0}}))
+            answer = json.loads(socket_.recv(timeout=10))
+            assert answer["type"] == "observation", answer
+            assert answer["data"]["observation"]["task_id"] == "store"
+
+
+def test_a_request_addressed_to_a_foreign_host_is_refused_on_every_route_and_the_websocket(
+    serve: Serve,
+) -> None:
+    server = serve(served_tasks())
+    evil = f"evil.example:{server.port}"
+
+    answers = [
+        httpx.get(f"{server.url}/health", headers={"Host": evil}, timeout=10),
+        httpx.post(f"{server.url}/tasks/tasks", json={"split": "train"}, headers={"Host": evil}, timeout=10),
+    ]
+
+    for answer in answers:
+        assert answer.status_code == 403, answer.text
+        assert "evil.example" in answer.json()["detail"] and "--allow-host" in answer.json()["detail"]
+    assert refused_websocket(server, host=evil) == 403
+    assert status(server, token=None)["connections"] == 0
+
+
+def test_an_http_request_from_another_sites_page_is_refused(serve: Serve) -> None:
+    server = serve(served_tasks())
+
+    answer = httpx.post(
+        f"{server.url}/tasks/tasks", json={"split": "train"}, headers={"Origin": EVIL}, timeout=10
+    )
+
+    assert answer.status_code == 403 and "another origin" in answer.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "host", ["localhost", "127.0.0.1", "127.0.0.2", "[::1]", "app.localhost", "10.0.0.5", "LocalHost."]
+)
+def test_loopback_names_and_ip_addresses_are_answered(serve: Serve, host: str) -> None:
+    server = serve(served_tasks())
+
+    answer = httpx.get(f"{server.url}/health", headers={"Host": f"{host}:{server.port}"}, timeout=10)
+
+    assert answer.status_code == 200, answer.text
+
+
+def test_a_host_the_server_is_told_to_allow_is_answered_with_its_pages_origin(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    given = serve(served_tasks(), allowed_hosts=["agent-env.example"])
+    monkeypatch.setenv(ALLOWED_HOSTS_VARIABLE, "other.example, agent-env.example")
+    from_environment = serve(served_tasks())
+
+    for server in (given, from_environment):
+        name = f"agent-env.example:{server.port}"
+        answer = httpx.get(
+            f"{server.url}/health", headers={"Host": name, "Origin": f"http://{name}"}, timeout=10
+        )
+        assert answer.status_code == 200, answer.text
+        with open_websocket(server, host=name, origin=f"http://{name}"):
+            pass
+        assert refused_websocket(server, host=name, origin=EVIL) == 403
+
+
+def test_a_foreign_origin_is_refused_even_with_the_token_and_the_token_is_still_required(
+    serve: Serve,
+) -> None:
+    server, _ = guarded(serve)
+    headers = {"Authorization": f"Bearer {TOKEN}", "Origin": EVIL}
+
+    assert httpx.get(f"{server.url}/health", headers=headers, timeout=10).status_code == 403
+    assert httpx.get(f"{server.url}/health", timeout=10).status_code == 401
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "BeArEr"])
+def test_the_bearer_scheme_is_case_insensitive_as_http_has_it(serve: Serve, scheme: str) -> None:
+    server, _ = guarded(serve)
+
+    answer = httpx.get(f"{server.url}/health", headers={"Authorization": f"{scheme} {TOKEN}"}, timeout=10)
+
+    assert answer.status_code == 200, answer.text
