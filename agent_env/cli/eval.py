@@ -66,8 +66,6 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--api-key-env", help="the environment variable holding the endpoint's API key")
     parser.add_argument("--max-retries", type=int, default=3, help="retries of a failed request (default: 3)")
-    add_token_options(parser, "the agent_env server's bearer token")
-
     parser.add_argument(
         "--request-timeout",
         type=_seconds,
@@ -76,7 +74,7 @@ def add_parser(commands: Any) -> None:
         help="each request to the endpoint has this long in all, its retries and its answer's body "
         "included; past it, the sample is an error (default: 300)",
     )
-    parser.add_argument("--token", help="the agent_env server's bearer token (default: $AGENTENV_TOKEN)")
+    add_token_options(parser, "the agent_env server's bearer token")
     parser.set_defaults(run=run)
 
 
