@@ -8,32 +8,23 @@ Only the folder's own regular files are read, and none is waited on: a FIFO, soc
 folder named `*.jsonl` is skipped unopened (a FIFO's open would block until a writer came, holding
 every later read behind the lock), and so is a symbolic link, wherever it points: one out of the
 folder would show what the folder does not hold, and one within it shows a file read anyway. Each is
-a `SkippedLine` of line 0 saying why. Subfolders are not walked. Files are opened by name relative to
-the folder's descriptor, without following a link and without blocking, and checked by their
-descriptor, so a file swapped after its look is still never read unless regular.
+a `SkippedLine` of line 0 saying why. Subfolders are not walked. Files are read as
+`agent_env._regular_files` reads them, by name relative to the folder's descriptor.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_env._regular_files import NotReadError, jsonl_names, kind_of, look, open_folder, open_text
 from agent_env.recording import trajectories_in
 from agent_env.trajectory import Trajectory
 
 _WHY_CHARS = 300
-_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-_KINDS = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
 
 
 class ViewError(Exception):
@@ -94,7 +85,7 @@ class TrajectoryFolder:
         )
         if not self.path.exists():
             raise ViewError(f"{self.path} does not exist: pass {what}")
-        if not self.path.is_dir() and (kind := _kind(self.path.stat().st_mode)) is not None:
+        if not self.path.is_dir() and (kind := kind_of(self.path.stat().st_mode)) is not None:
             raise ViewError(f"{self.path} is not a regular file ({kind}): pass {what}")
         listing = self.read()
         if not listing.episodes:
@@ -123,43 +114,31 @@ class TrajectoryFolder:
 
     def _folder(self) -> list[tuple[str, _Parsed | SkippedLine | None]]:
         try:
-            folder = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            folder = open_folder(self.path)
         except OSError:  # removed or replaced since the look: nothing to show this time
             return []
         try:
-            names = sorted(
-                entry.name
-                for entry in os.scandir(folder)
-                if entry.name.endswith(".jsonl") and not entry.name.startswith(".")
-            )
-            return [(name, self._file(name, name, folder)) for name in names]
+            return [(name, self._file(name, name, folder)) for name in jsonl_names(folder)]
         finally:
             os.close(folder)
 
     def _file(self, name: str, shown: str, folder: int | None) -> _Parsed | SkippedLine | None:
         """`name` (within `folder`'s descriptor, else the path the user named) parsed, or why it is
-        not; None if it is gone. Read only if regular when looked at, and again once open."""
-        inside = folder is not None
+        not; None if it is gone. A file unchanged since its last read is not parsed again."""
         try:
-            looked = os.stat(name, dir_fd=folder, follow_symlinks=not inside)
-            if stat.S_ISLNK(looked.st_mode):
-                target = os.readlink(name, dir_fd=folder)
-                return _unread(shown, f"a symbolic link (to {target}): links are not followed")
-            if (kind := _kind(looked.st_mode)) is not None:
-                return _unread(shown, f"not a regular file ({kind}): not read")
+            looked = look(name, folder)
             known = self._parsed.get(shown)
             if known is not None and known.stamp == _stamp(looked):
                 return known
-            opened = os.open(name, _OPEN_FLAGS | (os.O_NOFOLLOW if inside else 0), dir_fd=folder)
+            opened, status = open_text(name, folder)
         except FileNotFoundError:  # removed between the listing and the read
             return None
+        except NotReadError as exc:
+            return _unread(shown, exc.why)
         except OSError as exc:
             return _unread(shown, f"unreadable: {exc.strerror or exc}")
         try:
-            with os.fdopen(opened, encoding="utf-8", errors="replace") as lines:
-                status = os.fstat(opened)
-                if (kind := _kind(status.st_mode)) is not None:  # swapped since it was looked at
-                    return _unread(shown, f"not a regular file ({kind}): not read")
+            with opened as lines:
                 return _parse(lines, shown, _stamp(status))
         except OSError as exc:
             return _unread(shown, f"unreadable: {exc.strerror or exc}")
@@ -177,13 +156,6 @@ def _parse(lines: Iterable[str], shown: str, stamp: tuple[int, ...]) -> _Parsed:
 
 def _unread(shown: str, why: str) -> SkippedLine:
     return SkippedLine(shown, 0, why[:_WHY_CHARS])
-
-
-def _kind(mode: int) -> str | None:
-    """What a file that is not regular is, for its skipped line; None for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((kind for test, kind in _KINDS if test(mode)), "of another kind")
 
 
 def _stamp(status: os.stat_result) -> tuple[int, ...]:

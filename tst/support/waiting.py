@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
+from typing import TypeVar
 
 WAIT_S = 5.0
 _POLL_S = 0.01
@@ -82,3 +85,21 @@ def until(condition: Callable[[], bool], within: float = WAIT_S) -> bool:
             return False
         time.sleep(_POLL_S)
     return True
+
+
+T = TypeVar("T")
+
+
+def within(seconds: float, call: Callable[[], T]) -> T:
+    """What `call` returns or raises, if it is done within `seconds`; else `TimeoutError`, its thread
+    left behind as a daemon (for calls that may block for good, such as opening a FIFO)."""
+    answer: Future[T] = Future()
+
+    def run() -> None:
+        try:
+            answer.set_result(call())
+        except BaseException as exc:
+            answer.set_exception(exc)
+
+    threading.Thread(target=run, daemon=True).start()
+    return answer.result(timeout=seconds)

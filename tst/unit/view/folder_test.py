@@ -4,11 +4,7 @@ own regular files are read, none waited on, and what is left unread is named wit
 from __future__ import annotations
 
 import socket
-import threading
-from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -16,24 +12,9 @@ from agent_env.testing import FakeTask
 from agent_env.view import TrajectoryFolder, ViewError
 from tst.support.tools import add_crate
 from tst.support.trajectories import fifo, played, write_folder
+from tst.support.waiting import within
 
-T = TypeVar("T")
 BOUND_S = 5.0
-
-
-def within(seconds: float, call: Callable[[], T]) -> T:
-    """What `call` returns or raises, if it is done within `seconds`; else `TimeoutError` (its thread,
-    stuck, is a daemon that the FIFO's release lets go)."""
-    answer: Future[T] = Future()
-
-    def run() -> None:
-        try:
-            answer.set_result(call())
-        except BaseException as exc:
-            answer.set_exception(exc)
-
-    threading.Thread(target=run, daemon=True).start()
-    return answer.result(timeout=seconds)
 
 
 def test_a_folder_that_does_not_exist_says_so_and_what_to_pass(tmp_path: Path) -> None:
