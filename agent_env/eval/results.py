@@ -1,17 +1,20 @@
 """What an evaluation found: per task and in total, as the table shows it and results.json holds it.
 
 A sample passes when its score is 1.0. Samples that are errors (the model's endpoint failed) are
-counted apart and left out of the means and of pass@k, which are over the samples that were played.
+counted apart and left out of the means, the pass rate and pass@k, which are over the samples that
+were played. results.json carries the server's `tasks_fingerprint`, so that what it says can be
+matched to the tasks it measured (`agent_env.training.trl.tasks_with_signal`). Reading it loads no
+part of the engine or the server: the trainer's side reads it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
 
-from agent_env.cli.table import table
 from agent_env.eval.passk import pass_at_k
 from agent_env.trajectory import Trajectory
 
@@ -35,6 +38,15 @@ class TaskResult(BaseModel):
     pass_at_1: float | None
     pass_at_k: float | None = Field(description="k = the samples played (errors left out).")
 
+    @computed_field(  # type: ignore[prop-decorator]
+        description="The share of the samples played (errors left out) that passed; None when every "
+        "sample was an error. What `tasks_with_signal` selects by."
+    )
+    @property
+    def pass_rate(self) -> float | None:
+        played = self.samples - self.errors
+        return self.passed / played if played else None
+
 
 class EvalResult(BaseModel):
     """Every task's result, the totals, and how the evaluation was run; results.json is this."""
@@ -43,6 +55,11 @@ class EvalResult(BaseModel):
 
     model: str | None
     split: str
+    tasks_fingerprint: str | None = Field(
+        default=None,
+        description="The server's `tasks_fingerprint` (its tasks, their scoring and the bundle's files): "
+        "which tasks these results are of. None in results written before it was recorded.",
+    )
     settings: dict[str, Any]
     tasks: list[TaskResult]
     samples: int
@@ -53,8 +70,28 @@ class EvalResult(BaseModel):
     pass_at_k: float | None
     trajectories: list[Trajectory] = Field(default_factory=list, exclude=True)
 
+    @classmethod
+    def read(cls, path: str | Path) -> EvalResult:
+        """The results `agent-env eval --out` wrote: its results.json, or the folder that holds it."""
+        path = Path(path)
+        file = path / "results.json" if path.is_dir() else path
+        try:
+            return cls.model_validate_json(file.read_bytes())
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"no eval results at {file}: write them with `agent-env eval BUNDLE --model MODEL -n K "
+                f"--out FOLDER`, then pass FOLDER/results.json"
+            ) from None
+        except ValidationError as exc:
+            raise ValueError(
+                f"{file} is not the results.json of `agent-env eval` ({exc.error_count()} problems, the "
+                f"first: {exc.errors()[0]['msg']}): pass the one `agent-env eval --out` wrote"
+            ) from None
+
     def table(self) -> str:
         """One row per task, then the totals."""
+        from agent_env.cli.table import table  # the CLI's package loads the engine: only when shown
+
         header = ("index", "id", "samples", "mean", "pass@1", "pass@k", "errors", "failed")
         rows: list[Sequence[object]] = [
             (t.index, t.id, t.samples, t.mean_score, t.pass_at_1, t.pass_at_k, t.errors, t.failed)
@@ -88,7 +125,12 @@ def task_result(trajectories: Sequence[Trajectory]) -> TaskResult:
 
 
 def eval_result(
-    trajectories: Sequence[Trajectory], *, model: str | None, split: str, settings: dict[str, Any]
+    trajectories: Sequence[Trajectory],
+    *,
+    model: str | None,
+    split: str,
+    settings: dict[str, Any],
+    tasks_fingerprint: str | None = None,
 ) -> EvalResult:
     """Every task's result (in task order) and the totals: means of the tasks' pass@1 and pass@k,
     and the mean score over every sample played."""
@@ -102,6 +144,7 @@ def eval_result(
     return EvalResult(
         model=model,
         split=split,
+        tasks_fingerprint=tasks_fingerprint,
         settings=settings,
         tasks=tasks,
         samples=len(trajectories),

@@ -85,10 +85,12 @@ def evaluate(
         finally:
             if recorder is not None:
                 recorder.close()
+        fingerprint = served.fingerprint
     result = eval_result(
         trajectories,
         model=model,
         split=split,
+        tasks_fingerprint=fingerprint,
         settings={
             "samples": samples,
             "concurrency": concurrency,
@@ -145,6 +147,7 @@ class _Target:
             raise
         self.url = self._api.url
         self.capacity = self._api.max_concurrent_envs
+        self.fingerprint = self._api.fingerprint
 
     def tasks(self, split: str) -> list[TaskSpec]:
         return self._api.tasks(split)

@@ -1,5 +1,6 @@
 """TRL's side of a served bundle: `AgentEnv(url).dataset` and `.factory` for GRPOTrainer and AsyncGRPO,
-and `.demonstrations()` for SFTTrainer.
+and `.demonstrations()` for SFTTrainer; `tasks_with_signal` (and `dataset_for(..., pass_rate=...)`) for
+the tasks an evaluation found worth training on.
 
 Behind the `trl` extra (`pip install 'agentenv-framework[trl]'`); TRL itself is the trainer's to pin
 and is never imported here. Importing this package imports OpenEnv's client (several seconds).
@@ -28,6 +29,7 @@ from agent_env.training.trl.classes import ToolsetEnvironment, ToolsetSettings  
 from agent_env.training.trl.errors import (  # noqa: E402
     DemonstrationError,
     DemonstrationWarning,
+    EvalResultsError,
     FleetMismatchError,
     ServerAtCapacityError,
     ServerUnavailableError,
@@ -37,6 +39,7 @@ from agent_env.training.trl.errors import (  # noqa: E402
 )
 from agent_env.training.trl.fleet import FleetSettings  # noqa: E402
 from agent_env.training.trl.rollout import TASK_OVER  # noqa: E402
+from agent_env.training.trl.selection import Unmeasured, tasks_with_signal  # noqa: E402
 from agent_env.training.trl.session import GRACE_SECONDS  # noqa: E402
 
 __all__ = [
@@ -47,6 +50,7 @@ __all__ = [
     "AgentEnv",
     "DemonstrationError",
     "DemonstrationWarning",
+    "EvalResultsError",
     "Factory",
     "FleetMismatchError",
     "FleetSettings",
@@ -56,5 +60,7 @@ __all__ = [
     "ToolsetEnvironment",
     "ToolsetSettings",
     "UnknownSplitError",
+    "Unmeasured",
     "UnsupportedToolError",
+    "tasks_with_signal",
 ]

@@ -35,6 +35,7 @@ from agent_env.training.trl.demonstrations import dataset_of, no_solutions, play
 from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
 from agent_env.training.trl.fleet import FleetSettings, fleet_of, task_apis
 from agent_env.training.trl.rollout import Deadlines
+from agent_env.training.trl.selection import Unmeasured, no_task_within, tasks_with_signal
 from agent_env.training.trl.session import GRACE_SECONDS
 from agent_env.training.trl.taskapi import TaskAPI
 
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from datasets import Dataset
 
     from agent_env.bundle import Bundle
+    from agent_env.eval.results import EvalResult
     from agent_env.openenv import BackgroundServer
     from agent_env.sandbox.base import SandboxProvider
 
@@ -177,11 +179,43 @@ class AgentEnv:
         """One row per task of the split: `prompt` (chat messages), `split`, `index` (and `environment`)."""
         return self.dataset_for(self.split)
 
-    def dataset_for(self, split: str) -> Dataset:
-        """The rows of another split (an eval split, say), for the same factory."""
+    def dataset_for(
+        self,
+        split: str,
+        *,
+        pass_rate: tuple[float, float] | None = None,
+        results: EvalResult | str | Path | None = None,
+        unmeasured: Unmeasured = "error",
+    ) -> Dataset:
+        """The rows of a split (an eval split, say), for the same factory.
+
+        With `pass_rate=(low, high)` and `results` (`agent-env eval --split SPLIT -n K`'s results.json,
+        or an `EvalResult`), only the tasks whose measured pass rate lies within the bounds, both
+        included: the tasks with signal (`tasks_with_signal`, which says how results of another bundle
+        or split, and tasks without a pass rate, are refused or, by `unmeasured`, kept or dropped).
+        None within the bounds is a ValueError that says how many fell below and above.
+        """
         from datasets import Dataset
 
         tasks = self._split_tasks(split)
+        if (pass_rate is None) != (results is None):
+            raise ValueError(
+                "pass_rate and results go together: pass both (results=the results.json of "
+                f"`agent-env eval --split {split} -n K`), or neither for every task of the split"
+            )
+        if pass_rate is not None and results is not None:
+            chosen = set(
+                tasks_with_signal(
+                    results,
+                    pass_rate=pass_rate,
+                    tasks=tasks,
+                    tasks_fingerprint=self._api.fingerprint,
+                    unmeasured=unmeasured,
+                )
+            )
+            if not chosen:
+                raise ValueError(no_task_within(split, pass_rate, results))
+            tasks = [task for task in tasks if task.index in chosen]
         toolsets = self._toolsets()
         if stray := sorted({task.toolset.name for task in tasks} - set(toolsets)):
             raise ValueError(

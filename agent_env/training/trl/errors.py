@@ -7,6 +7,7 @@ from agent_env.training.trl.signatures import UnsupportedToolError
 __all__ = [
     "DemonstrationError",
     "DemonstrationWarning",
+    "EvalResultsError",
     "FleetMismatchError",
     "ServerAtCapacityError",
     "ServerUnavailableError",
@@ -48,3 +49,8 @@ class DemonstrationError(RuntimeError):
 
 class DemonstrationWarning(UserWarning):
     """Reference plays left out of the demonstrations: they no longer score what they should."""
+
+
+class EvalResultsError(ValueError):
+    """Eval results that cannot choose the tasks asked for: they measured another bundle's tasks (its
+    tasks fingerprint differs) or another split, or some of the split's tasks have no pass rate in them."""

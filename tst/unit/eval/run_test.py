@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import pytest
 
 from agent_env import load_bundle
-from agent_env.eval import END_TURN, RESULTS_FILE, OpenAIPolicy, PlaySettings, evaluate
+from agent_env.eval import END_TURN, RESULTS_FILE, EvalResult, OpenAIPolicy, PlaySettings, evaluate
 from agent_env.recording import read_trajectories
 from tst.support.chat_stand_in import API_KEY, MODEL, eval_ids, start_stand_in
 from tst.support.harbor import HARBOR
+from tst.support.outcomes import OutcomePolicy, outcome_tasks
 
 IDS = eval_ids()
 STORE, MOVE, STORE_THEN_MOVE, COUNT, MANIFEST = IDS[0], IDS[1], IDS[2], IDS[3], IDS[10]
@@ -195,3 +197,30 @@ def test_a_sample_whose_endpoint_answers_garbage_is_an_error_reported_apart_neve
     assert {outcome.code for outcome in errors.values()} == {"POLICY_ERROR"}
     assert "502 Bad Gateway" in errors[MOVE].reason and f"the endpoint at {url}" in errors[COUNT].reason
     assert json.loads((tmp_path / RESULTS_FILE).read_text())["errors"] == 3
+
+
+def test_results_json_holds_each_task_s_pass_rate_over_the_samples_played_errors_left_out(serve, tmp_path):
+    ids = ["mixed", "unreachable", "always"]
+    plays = {"mixed": ["pass", "error", "fail", "pass"], "unreachable": ["error"] * 4, "always": ["pass"] * 4}
+    url = serve({"eval": outcome_tasks(ids)}).url
+
+    evaluate(url, OutcomePolicy(plays), samples=4, concurrency=2, out=tmp_path)
+
+    written = json.loads((tmp_path / RESULTS_FILE).read_text())
+    assert [(t["id"], t["pass_rate"]) for t in written["tasks"]] == [
+        ("mixed", pytest.approx(2 / 3)),
+        ("unreachable", None),
+        ("always", 1.0),
+    ]
+    assert [t.pass_rate for t in EvalResult.read(tmp_path).tasks] == [pytest.approx(2 / 3), None, 1.0]
+
+
+def test_results_json_carries_the_tasks_fingerprint_of_the_server_it_measured(serve, tmp_path):
+    server = serve({"eval": outcome_tasks(["always"])})
+
+    evaluate(server.url, OutcomePolicy({"always": ["pass"]}), out=tmp_path)
+
+    status = httpx.get(f"{server.url}/tasks/status", timeout=10).json()
+    written = json.loads((tmp_path / RESULTS_FILE).read_text())
+    assert written["tasks_fingerprint"] == status["tasks_fingerprint"]
+    assert written["tasks_fingerprint"].startswith("sha256:")

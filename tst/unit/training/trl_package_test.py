@@ -76,3 +76,28 @@ def test_importing_agent_env_training_trl_loads_no_module_of_agent_env_s_server_
 
 def test_every_name_the_extra_exports_exists() -> None:
     assert [n for n in agent_env.training.trl.__all__ if not hasattr(agent_env.training.trl, n)] == []
+
+
+READING_RESULTS = {
+    "agent_env.eval",
+    "agent_env.eval._require",
+    "agent_env.eval.passk",
+    "agent_env.eval.results",
+    "agent_env.trajectory",
+    "agent_env.events",
+}
+"""What reading eval results (`tasks_with_signal`) adds: the results' models, the trajectory's schema."""
+
+
+def test_reading_eval_results_on_the_trainer_s_side_loads_no_module_of_the_server_or_engine() -> None:
+    code = (
+        "import sys, agent_env.training.trl, agent_env.eval.results\n"
+        "print(*(m for m in sys.modules if m.startswith('agent_env')))"
+    )
+
+    loaded = set(python(code).split())
+
+    offenders = sorted(
+        m for m in loaded - SHARED_WITH_THE_SERVER - READING_RESULTS if not m.startswith("agent_env.training")
+    )
+    assert offenders == [], f"reading eval results loaded {', '.join(offenders)}"
