@@ -25,7 +25,7 @@ from trl import GRPOTrainer  # noqa: E402
 
 from agent_env.openenv import build_served_app  # noqa: E402
 from agent_env.testing import FakeTask, calls, fake_served  # noqa: E402
-from agent_env.training.trl import AgentEnv  # noqa: E402
+from agent_env.training.trl import AgentEnv, GroupsWithSignal  # noqa: E402
 from agent_env.verifiers import VerifierContext  # noqa: E402
 from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E402
 from tst.support.frames import RecordFrames  # noqa: E402
@@ -46,10 +46,12 @@ def call(tool: dict[str, Any]) -> str:
 
 
 class StandInGenerate:
-    """`generate` for the tiny model: each row's completion decided by the conversation so far."""
+    """`generate` for the tiny model: each row's completion decided by the conversation so far; the
+    rows in `tool_rows` (default: the first of each group of two) store a crate, the others answer."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, tool_rows: frozenset[int] = frozenset({0, 2})) -> None:
         self.tokenizer = tokenizer
+        self.tool_rows = tool_rows
         self.calls = 0
 
     def __call__(self, input_ids: torch.Tensor, attention_mask: Any = None, **_: Any) -> torch.Tensor:
@@ -59,10 +61,9 @@ class StandInGenerate:
         completions = [self._completion(row, text, first_call) for row, text in enumerate(texts)]
         return followed_by(self.tokenizer, input_ids, completions)
 
-    @staticmethod
-    def _completion(row: int, text: str, first_call: bool) -> str:
-        if first_call:  # rows are the groups' rollouts in order: the first of each group uses the tools
-            return call(STORE) if row % 2 == 0 else "I cannot help with crates.<|im_end|>"
+    def _completion(self, row: int, text: str, first_call: bool) -> str:
+        if first_call:  # rows are the groups' rollouts in order
+            return call(STORE) if row in self.tool_rows else "I cannot help with crates.<|im_end|>"
         responses = text.count("<tool_response>")
         return call(END) if responses == 1 else "Crate C1 is in bay 2.<|im_end|>"
 
@@ -126,3 +127,45 @@ def test_grpo_trainer_trains_a_step_on_the_cpu_with_rewards_the_environment_owns
     changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(p, before[n])]
     assert changed, "no parameter changed"
     assert until(lambda: all(task.live == [] for task in tasks), 30)
+
+
+def stored_or_unscorable(context: VerifierContext) -> float:
+    """1.0 once a crate is stored; a play that stored none cannot be scored (its reward is None)."""
+    if stored_a_crate(context):
+        return 1.0
+    raise RuntimeError("nothing to score: no crate was stored")
+
+
+def test_groups_with_signal_is_logged_beside_the_reward_as_the_share_of_groups_whose_rewards_differ(
+    tmp_path: Any,
+) -> None:
+    # group 1 (task "unscorable"): rewards 1.0 and None, so no spread to learn from; group 2 ("store"):
+    # 1.0 and 0.0. TRL's frac_reward_zero_std counts the first as spread (its NaN std is not 0).
+    tasks = [
+        FakeTask("unscorable", tools=[add_crate, list_crates], envs=("dock",), score=stored_or_unscorable),
+        FakeTask("store", tools=[add_crate, list_crates], envs=("dock",), score=stored_a_crate),
+    ]
+    env = AgentEnv.serving(build_served_app(fake_served({"train": tasks})))
+    model, tokenizer = tiny_model_and_tokenizer()
+    config = grpo_config(
+        str(tmp_path), on_cpu=True, max_completion_length=128, max_steps=1, shuffle_dataset=False
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        args=config,
+        processing_class=tokenizer,
+        train_dataset=env.dataset,
+        environment_factory=env.factory,
+        callbacks=[GroupsWithSignal()],
+    )
+
+    try:
+        with mock.patch.object(trainer.model, "generate", side_effect=StandInGenerate(tokenizer)):
+            trainer.train()
+    finally:
+        env.close()
+
+    assert [e.score for e in tasks[0].episodes + tasks[1].episodes] == [1.0, None, 1.0, 0.0]
+    logged = trainer.state.log_history[0]
+    assert logged["groups_with_signal"] == 0.5
+    assert "reward" in logged

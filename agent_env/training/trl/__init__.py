@@ -1,6 +1,7 @@
 """TRL's side of a served bundle: `AgentEnv(url).dataset` and `.factory` for GRPOTrainer and AsyncGRPO,
 and `.demonstrations()` for SFTTrainer; `tasks_with_signal` (and `dataset_for(..., pass_rate=...)`) for
-the tasks an evaluation found worth training on.
+the tasks an evaluation found worth training on; `GroupsWithSignal`, a TrainerCallback that logs the
+share of GRPO's groups whose rewards differ.
 
 Behind the `trl` extra (`pip install 'agentenv-framework[trl]'`); TRL itself is the trainer's to pin
 and is never imported here. Importing this package imports OpenEnv's client (several seconds).
@@ -38,6 +39,7 @@ from agent_env.training.trl.errors import (  # noqa: E402
     UnsupportedToolError,
 )
 from agent_env.training.trl.fleet import FleetSettings  # noqa: E402
+from agent_env.training.trl.groups import GroupsWithSignal  # noqa: E402
 from agent_env.training.trl.rollout import TASK_OVER  # noqa: E402
 from agent_env.training.trl.selection import Unmeasured, tasks_with_signal  # noqa: E402
 from agent_env.training.trl.session import GRACE_SECONDS  # noqa: E402
@@ -54,6 +56,7 @@ __all__ = [
     "Factory",
     "FleetMismatchError",
     "FleetSettings",
+    "GroupsWithSignal",
     "ServerAtCapacityError",
     "ServerUnavailableError",
     "ToolCallError",

@@ -25,6 +25,7 @@ import docstring_parser
 
 from agent_env._private.threading_exit import at_exit
 from agent_env.training.trl.fleet import FleetSettings, fleet_of
+from agent_env.training.trl.groups import handed
 from agent_env.training.trl.rollout import Deadlines, Rollouts
 from agent_env.training.trl.session import SessionClient, close_sessions
 from agent_env.training.trl.signatures import (
@@ -96,7 +97,9 @@ class ToolsetEnvironment(metaclass=_EnvironmentClass):
 
     def get_reward(self) -> float | None:
         """The episode's score from the task's verifiers; None when it could not be scored."""
-        return self._rollouts.reward()
+        reward = self._rollouts.reward()
+        handed(reward)
+        return reward
 
     def _detach(self) -> SessionClient | None:
         return self._rollouts.detach()
