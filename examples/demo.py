@@ -179,6 +179,8 @@ def fine_tune(model: Any, tokenizer: Any, demonstrations: Any, recipe: Recipe, w
 def reinforce(model: Any, tokenizer: Any, env: Any, recipe: Recipe, work: Path, report: Report) -> None:
     from trl import GRPOConfig, GRPOTrainer
 
+    from agent_env.training.trl import GroupsWithSignal
+
     config = GRPOConfig(
         output_dir=str(work / "grpo"),
         max_steps=recipe.grpo_steps,
@@ -202,7 +204,7 @@ def reinforce(model: Any, tokenizer: Any, env: Any, recipe: Recipe, work: Path, 
         processing_class=tokenizer,
         train_dataset=env.dataset,
         environment_factory=env.factory,
-        callbacks=[_step_table(report)],
+        callbacks=[GroupsWithSignal(), _step_table(report)],
     )
     trainer.remove_callback(_printer())
     trainer.train()
@@ -218,8 +220,9 @@ def _step_table(report: Report) -> Any:
     """A TrainerCallback that prints one line per GRPO step and keeps its reward."""
     from transformers import TrainerCallback
 
-    columns = [("reward", "reward"), ("reward_std", "spread"), ("tools/call_frequency", "calls")]
-    columns += [("tools/failure_frequency", "failed"), ("step_time", "seconds")]
+    columns = [("reward", "reward"), ("reward_std", "spread"), ("groups_with_signal", "signal")]
+    columns += [("tools/call_frequency", "calls"), ("tools/failure_frequency", "failed")]
+    columns += [("step_time", "seconds")]
 
     class StepTable(TrainerCallback):  # type: ignore[misc]
         def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:

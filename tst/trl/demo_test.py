@@ -35,6 +35,11 @@ def test_the_demo_evaluates_fine_tunes_trains_and_evaluates_again_printing_a_tab
     table = lines[header + 1 : header + 4]
     assert [row.split()[0] for row in table] == ["untrained", "SFT", "then"]
     assert all(len(row.split()) >= 3 and all(_score(cell) for cell in row.split()[-2:]) for row in table)
+    steps = next(i for i, line in enumerate(lines) if line.split()[:2] == ["step", "reward"])
+    signal = lines[steps].split().index("signal")
+    assert 0.0 <= float(lines[steps + 1].split()[signal]) <= 1.0, (
+        "each GRPO step shows its groups with signal"
+    )
     assert (out / "demo.png").stat().st_size > 0
     assert list(read_trajectories(out / "training")), "GRPO's episodes are recorded by the server"
     for stage in ("untrained", "sft", "grpo"):
