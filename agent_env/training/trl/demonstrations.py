@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -113,8 +113,6 @@ def dataset_of(
 ) -> Dataset:
     """The rows of the plays that scored as expected; the others are reported (a warning, or with
     `strict` an error), each by name. `tools` are each toolset's schemas, `end_turn`'s included."""
-    from datasets import Dataset
-
     failures = tuple(failure for play in played if (failure := play.failure) is not None)
     if failures:
         what = (
@@ -130,16 +128,26 @@ def dataset_of(
             DemonstrationWarning,
             stacklevel=3,
         )
+    return dataset_of_plays(((play.task, play.trajectory) for play in played if play.failure is None), tools)
+
+
+def dataset_of_plays(
+    plays: Iterable[tuple[TaskSpec, Trajectory]], tools: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> Dataset:
+    """A row per play of a task, as `features()` says: the one row builder, for reference plays and
+    recorded trajectories (`successes.py`) alike. `tools` are each toolset's schemas, `end_turn`'s
+    included."""
+    from datasets import Dataset
+
     rows = [
         {
-            "messages": messages_of(play.task.prompt, play.trajectory),
-            "tools": [dict(tool) for tool in tools[play.task.toolset.name]],
-            "split": play.task.split,
-            "index": play.task.index,
-            "id": play.task.id,
+            "messages": messages_of(task.prompt, trajectory),
+            "tools": [dict(tool) for tool in tools[task.toolset.name]],
+            "split": task.split,
+            "index": task.index,
+            "id": task.id,
         }
-        for play in played
-        if play.failure is None
+        for task, trajectory in plays
     ]
     return Dataset.from_list(rows, features=features())
 
