@@ -1,5 +1,5 @@
 """TRL's side of a served bundle: `AgentEnv(url).dataset` and `.factory` for GRPOTrainer and AsyncGRPO,
-and `.demonstrations()` for SFTTrainer.
+and `.demonstrations()` (or `.demonstrations_from(trajectories)`, recorded successes) for SFTTrainer.
 
 Behind the `trl` extra (`pip install 'agentenv-framework[trl]'`); TRL itself is the trainer's to pin
 and is never imported here. Importing this package imports OpenEnv's client (several seconds).

@@ -6,7 +6,8 @@ split, each built from the tools the Task API's spec lists for it, so building i
 a toolset whose tools are known only once deployed (its spec's `tools` is null) is listed by playing
 one of its tasks. With one toolset the factory is that class; with several it is a dict toolset
 name -> class, and every dataset row names its class in TRL's `environment` column. The
-demonstrations are the split's reference plays, played on the server (`demonstrations.py`).
+demonstrations are the split's reference plays, played on the server (`demonstrations.py`), or
+recorded successes (`successes.py`), in the same rows.
 """
 
 from __future__ import annotations
@@ -265,10 +266,11 @@ class AgentEnv:
         prompt and the tools are this server's, for the task at the trajectory's split and index;
         the turns, tool calls and results, and the prompts after the first (a simulated user's
         too), are the trajectory's, as the server answered them (what a bundle's `[record]` redacts
-        is `[redacted]` there, and so in the row). Left out, each counted in one INFO line (logger
-        `agent_env.training.trl`): trajectories of other splits, ones read twice (same id), ones
-        that did not end scored (failed, abandoned, an eval error: cut short), and ones scoring
-        below `min_score`. A trajectory of a task this server does not serve (another id, toolset
+        is `[redacted]` there, and so in the row); a turn ended by text, or by a call that did not
+        parse, ends with `end_turn` and that reply, as in training. Left out, each counted in one
+        INFO line (logger `agent_env.training.trl`): trajectories of other splits, ones read twice
+        (same id), ones that did not end scored (failed, abandoned, an eval error: cut short), and
+        ones scoring below `min_score`. A trajectory of a task this server does not serve (another id, toolset
         or prompt at that index, or a scored one with another count of turns) is foreign: a
         `DemonstrationError` naming each, or with `foreign="skip"` left out with a
         `DemonstrationWarning`. No success at all is a `DemonstrationError` with the counts.

@@ -7,7 +7,8 @@ a tool's exception), and an `end_turn` call with the turn's reply, answered by t
 prompt or, after the last turn, by `TASK_OVER`; then an empty assistant message, where the model
 stops. The plays run over the wire, by eval's player with a `ScriptedPolicy`, so every result is
 the server's, never the script's; a play that no longer scores its `expected_score` is left out
-and reported.
+and reported. Recorded successes (`successes.py`) become rows by the same builder,
+`dataset_of_plays`.
 
 The conversational columns are stored as JSON (datasets' `Json` feature): Arrow would otherwise
 merge the `arguments` of every call into one struct, and the keys a tool lacks would come back as
