@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agent_env import Script, Trajectory, TrajectoryRecorder, read_trajectories
+from agent_env import Redaction, Script, Trajectory, TrajectoryRecorder, read_trajectories
 from agent_env.eval import ScriptedPolicy, evaluate
 from agent_env.openenv import BackgroundServer
 from agent_env.training.trl import AgentEnv, DemonstrationError, DemonstrationWarning
@@ -308,3 +308,16 @@ def test_a_trajectory_given_as_an_object_is_read_as_one_from_a_file(
 
     assert env.demonstrations_from(trajectory).to_list() == env.demonstrations_from(file).to_list()
     assert isinstance(trajectory, Trajectory)
+
+
+def test_what_the_recording_server_redacts_is_redacted_in_the_rows_made_from_its_recording(
+    serve: Serve, open_env: Open, tmp_path: Path
+) -> None:
+    recorder = TrajectoryRecorder(tmp_path / "redacted", redaction=Redaction.of(keys=["crate"]))
+    server = serve({"train": [dock_task("store", solution=script("store", STORE_C1))]}, recorder=recorder)
+    env = open_env(server.url)
+    env.demonstrations()
+
+    (row,) = env.demonstrations_from(recorded(recorder, 1)).to_list()
+
+    assert row["messages"][2]["tool_calls"][0]["function"]["arguments"] == {"crate": "[redacted]", "bay": 2}
