@@ -1,4 +1,5 @@
-"""TRL's own SFTTrainer trains a step on the CPU on the example bundle's demonstrations, unchanged.
+"""TRL's own SFTTrainer trains a step on the CPU on the example bundle's demonstrations, unchanged, and
+on the same plays' rows made from the server's recording of them (`demonstrations_from`).
 
 The demonstrations are the harbor's reference plays, played on the bundle served in process; the
 model is the demo's tiny one, built offline, with TRL's Qwen3 chat template.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,17 +26,22 @@ from tst.support.harbor import HARBOR  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def demonstrations() -> Iterator[Any]:
-    with AgentEnv.local(HARBOR) as env:
-        yield env.demonstrations("train")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder the harbor's server records its episodes in, while it plays the demonstrations."""
+    return tmp_path_factory.mktemp("recorded")
 
 
-def test_sft_trainer_tokenizes_the_demonstrations_and_trains_a_step_on_the_cpu(
-    demonstrations, tmp_path
-) -> None:
+@pytest.fixture(scope="module")
+def demonstrations(recorded: Path) -> Any:
+    with AgentEnv.local(HARBOR, record=recorded) as env:
+        return env.demonstrations("train")
+
+
+def one_step(rows: Any, output_dir: Path) -> tuple[SFTTrainer, Any]:
+    """SFTTrainer on `rows`, the tiny model, one step on the CPU: the trainer and what it returned."""
     model, tokenizer = tiny_model_and_tokenizer()
     config = SFTConfig(
-        output_dir=str(tmp_path),
+        output_dir=str(output_dir),
         max_steps=1,
         per_device_train_batch_size=2,
         use_cpu=True,
@@ -44,12 +50,31 @@ def test_sft_trainer_tokenizes_the_demonstrations_and_trains_a_step_on_the_cpu(
         logging_steps=1,
         max_length=2048,
     )
-    trainer = SFTTrainer(model=model, args=config, train_dataset=demonstrations, processing_class=tokenizer)
+    trainer = SFTTrainer(model=model, args=config, train_dataset=rows, processing_class=tokenizer)
+    return trainer, trainer.train()
 
-    done = trainer.train()
+
+def test_sft_trainer_tokenizes_the_demonstrations_and_trains_a_step_on_the_cpu(
+    demonstrations, tmp_path
+) -> None:
+    trainer, done = one_step(demonstrations, tmp_path)
 
     assert len(trainer.train_dataset) == len(demonstrations)
     assert "input_ids" in trainer.train_dataset.column_names
+    assert done.global_step == 1
+
+
+def test_sft_trainer_trains_a_step_on_rows_made_from_the_servers_recorded_successes(
+    demonstrations, recorded, tmp_path
+) -> None:
+    with AgentEnv.local(HARBOR) as env:
+        successes = env.demonstrations_from(recorded)
+
+    trainer, done = one_step(successes, tmp_path)
+
+    by_id = sorted(demonstrations.to_list(), key=lambda row: row["id"])
+    assert sorted(successes.to_list(), key=lambda row: row["id"]) == by_id
+    assert len(trainer.train_dataset) == len(successes)
     assert done.global_step == 1
 
 

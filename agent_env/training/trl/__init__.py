@@ -1,7 +1,8 @@
 """TRL's side of a served bundle: `AgentEnv(url).dataset` and `.factory` for GRPOTrainer and AsyncGRPO,
-and `.demonstrations()` for SFTTrainer; `tasks_with_signal` (and `dataset_for(..., pass_rate=...)`) for
-the tasks an evaluation found worth training on; `GroupsWithSignal`, a TrainerCallback that logs the
-share of GRPO's groups whose rewards differ.
+and `.demonstrations()` (or `.demonstrations_from(trajectories)`, recorded successes) for SFTTrainer;
+`tasks_with_signal` (and `dataset_for(..., pass_rate=...)`) for the tasks an evaluation found worth
+training on; `GroupsWithSignal`, a TrainerCallback that logs the share of GRPO's groups whose rewards
+differ.
 
 Behind the `trl` extra (`pip install 'agentenv-framework[trl]'`); TRL itself is the trainer's to pin
 and is never imported here. Importing this package imports OpenEnv's client (several seconds).

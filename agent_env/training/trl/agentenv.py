@@ -6,14 +6,17 @@ split, each built from the tools the Task API's spec lists for it, so building i
 a toolset whose tools are known only once deployed (its spec's `tools` is null) is listed by playing
 one of its tasks. With one toolset the factory is that class; with several it is a dict toolset
 name -> class, and every dataset row names its class in TRL's `environment` column. The
-demonstrations are the split's reference plays, played on the server (`demonstrations.py`).
+demonstrations are the split's reference plays, played on the server (`demonstrations.py`), or
+recorded successes (`successes.py`), in the same rows.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import uuid
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -31,12 +34,29 @@ from agent_env.training.trl.classes import (
     environment_class,
     offered_tools,
 )
-from agent_env.training.trl.demonstrations import dataset_of, no_solutions, play_solutions
-from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
+from agent_env.training.trl.demonstrations import (
+    dataset_of,
+    dataset_of_plays,
+    no_solutions,
+    play_solutions,
+)
+from agent_env.training.trl.errors import (
+    DemonstrationError,
+    DemonstrationWarning,
+    ServerUnavailableError,
+    UnknownSplitError,
+)
 from agent_env.training.trl.fleet import FleetSettings, fleet_of, task_apis
 from agent_env.training.trl.rollout import Deadlines
 from agent_env.training.trl.selection import Unmeasured, no_task_within, tasks_with_signal
 from agent_env.training.trl.session import GRACE_SECONDS
+from agent_env.training.trl.successes import (
+    FOREIGN_CHOICES,
+    Foreign,
+    check_min_score,
+    sift,
+    trajectories_of,
+)
 from agent_env.training.trl.taskapi import TaskAPI
 
 if TYPE_CHECKING:
@@ -46,6 +66,7 @@ if TYPE_CHECKING:
     from agent_env.eval.results import EvalResult
     from agent_env.openenv import BackgroundServer
     from agent_env.sandbox.base import SandboxProvider
+    from agent_env.trajectory import Trajectory
 
 DEFAULT_RESET_TIMEOUT_S = 300.0
 """The deadline of a reset (deploy) and of an end_turn (the last one runs the verifiers)."""
@@ -53,6 +74,7 @@ DEFAULT_TOOL_TIMEOUT_S = 60.0
 """The deadline of a tool call, unless `tool_timeouts` names the tool or the tool lists its own."""
 
 Factory = type | dict[str, type]
+log = logging.getLogger("agent_env.training.trl")
 
 
 class AgentEnv:
@@ -243,11 +265,7 @@ class AgentEnv:
         solutions = self._api.solutions(split)
         if not solutions:
             raise no_solutions(split, self._api.url)
-        tools: dict[str, list[dict[str, Any]]] = {}
-        for solution in solutions:
-            task = tasks[solution.index]
-            if task.toolset.name not in tools:
-                tools[task.toolset.name] = offered_tools(self._listing(task).tools)
+        tools = self._offered(tasks[solution.index] for solution in solutions)
         settings = PlaySettings(
             reset_timeout_s=self.reset_timeout,
             tool_timeout_s=max([self.tool_timeout, *self.tool_timeouts.values()]),
@@ -262,6 +280,58 @@ class AgentEnv:
             sessions=self._api.max_concurrent_envs,
         )
         return dataset_of(split, played, tools, strict=strict)
+
+    def demonstrations_from(
+        self,
+        trajectories: str | Path | Trajectory | Iterable[Trajectory],
+        split: str = "train",
+        *,
+        min_score: float = 1.0,
+        foreign: Foreign = "error",
+    ) -> Dataset:
+        """Recorded successes as conversations for `SFTTrainer`, in exactly `demonstrations`' rows:
+        sample (`agent-env eval --split train -n K --out DIR`, or a server's `--record DIR`), keep
+        what scored at least `min_score`, SFT on it, then GRPO: expert iteration, for a bundle
+        without reference plays too.
+
+        `trajectories` is a file or folder of them (as `read_trajectories` reads it), one
+        `Trajectory`, or an iterable of them. One row per trajectory of `split` that ended scored at
+        least `min_score`: several successes of one task are several rows (different samples). The
+        prompt and the tools are this server's, for the task at the trajectory's split and index;
+        the turns, tool calls and results, and the prompts after the first (a simulated user's
+        too), are the trajectory's, as the server answered them (what a bundle's `[record]` redacts
+        is `[redacted]` there, and so in the row); a turn ended by text, or by a call that did not
+        parse, ends with `end_turn` and that reply, as in training. Left out, each counted in one
+        INFO line (logger `agent_env.training.trl`): trajectories of other splits, ones read twice
+        (same id), ones that did not end scored (failed, abandoned, an eval error: cut short), and
+        ones scoring below `min_score`. A trajectory of a task this server does not serve (another id, toolset
+        or prompt at that index, or a scored one with another count of turns) is foreign: a
+        `DemonstrationError` naming each, or with `foreign="skip"` left out with a
+        `DemonstrationWarning`. No success at all is a `DemonstrationError` with the counts.
+        """
+        min_score = check_min_score(min_score)
+        if foreign not in FOREIGN_CHOICES:
+            raise ValueError(f"foreign must be one of {', '.join(FOREIGN_CHOICES)}, got {foreign!r}")
+        sifted = sift(trajectories_of(trajectories), split, self._split_tasks(split), min_score)
+        if sifted.read == 0:
+            where = trajectories if isinstance(trajectories, str | Path) else "the trajectories given"
+            raise DemonstrationError(
+                f"no trajectories in {where}: `agent-env eval --split {split} -n K --out DIR` or "
+                "`agent-env serve --record DIR` writes them"
+            )
+        if sifted.foreign:
+            report = sifted.foreign_report(self._api.url)
+            if foreign == "error":
+                fix = (
+                    "Pass the trajectories of this server's tasks (a bundle changed since they were "
+                    "recorded is another bundle), or foreign='skip' to leave these out."
+                )
+                raise DemonstrationError(report + fix, tuple(sifted.foreign))
+            warnings.warn(f"{report}They are left out.", DemonstrationWarning, stacklevel=2)
+        if not sifted.kept:
+            raise DemonstrationError(sifted.none_kept())
+        log.info("demonstrations from trajectories: %s", sifted.summary())
+        return dataset_of_plays(sifted.kept, self._offered(task for task, _ in sifted.kept))
 
     @cached_property
     def factory(self) -> Factory:
@@ -337,6 +407,14 @@ class AgentEnv:
             connect_timeout_s=self.connect_timeout,
             label=self.label,
         )
+
+    def _offered(self, tasks: Iterable[TaskSpec]) -> dict[str, list[dict[str, Any]]]:
+        """The tools of each of the tasks' toolsets, as GRPOTrainer shows them to the model."""
+        tools: dict[str, list[dict[str, Any]]] = {}
+        for task in tasks:
+            if task.toolset.name not in tools:
+                tools[task.toolset.name] = offered_tools(self._listing(task).tools)
+        return tools
 
     def _listing(self, task: TaskSpec) -> _Listing:
         """The tools of the task's toolset and the deadlines they declare: from its spec, or, for a

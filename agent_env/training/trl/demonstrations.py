@@ -7,7 +7,8 @@ a tool's exception), and an `end_turn` call with the turn's reply, answered by t
 prompt or, after the last turn, by `TASK_OVER`; then an empty assistant message, where the model
 stops. The plays run over the wire, by eval's player with a `ScriptedPolicy`, so every result is
 the server's, never the script's; a play that no longer scores its `expected_score` is left out
-and reported.
+and reported. Recorded successes (`successes.py`) become rows by the same builder,
+`dataset_of_plays`.
 
 The conversational columns are stored as JSON (datasets' `Json` feature): Arrow would otherwise
 merge the `arguments` of every call into one struct, and the keys a tool lacks would come back as
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -113,8 +114,6 @@ def dataset_of(
 ) -> Dataset:
     """The rows of the plays that scored as expected; the others are reported (a warning, or with
     `strict` an error), each by name. `tools` are each toolset's schemas, `end_turn`'s included."""
-    from datasets import Dataset
-
     failures = tuple(failure for play in played if (failure := play.failure) is not None)
     if failures:
         what = (
@@ -130,16 +129,26 @@ def dataset_of(
             DemonstrationWarning,
             stacklevel=3,
         )
+    return dataset_of_plays(((play.task, play.trajectory) for play in played if play.failure is None), tools)
+
+
+def dataset_of_plays(
+    plays: Iterable[tuple[TaskSpec, Trajectory]], tools: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> Dataset:
+    """A row per play of a task, as `features()` says: the one row builder, for reference plays and
+    recorded trajectories (`successes.py`) alike. `tools` are each toolset's schemas, `end_turn`'s
+    included."""
+    from datasets import Dataset
+
     rows = [
         {
-            "messages": messages_of(play.task.prompt, play.trajectory),
-            "tools": [dict(tool) for tool in tools[play.task.toolset.name]],
-            "split": play.task.split,
-            "index": play.task.index,
-            "id": play.task.id,
+            "messages": messages_of(task.prompt, trajectory),
+            "tools": [dict(tool) for tool in tools[task.toolset.name]],
+            "split": task.split,
+            "index": task.index,
+            "id": task.id,
         }
-        for play in played
-        if play.failure is None
+        for task, trajectory in plays
     ]
     return Dataset.from_list(rows, features=features())
 

@@ -40,7 +40,8 @@ class ToolCallError(RuntimeError):
 
 class DemonstrationError(RuntimeError):
     """A split's demonstrations cannot be made as asked: it has no reference plays, or (with
-    `strict=True`) some no longer score what they should. `failures` names each such play."""
+    `strict=True`) some no longer score what they should; or, from recorded trajectories, some are of
+    tasks the server does not serve, or none is a success. `failures` names each such play."""
 
     def __init__(self, message: str, failures: tuple[str, ...] = ()) -> None:
         super().__init__(message)
@@ -48,7 +49,8 @@ class DemonstrationError(RuntimeError):
 
 
 class DemonstrationWarning(UserWarning):
-    """Reference plays left out of the demonstrations: they no longer score what they should."""
+    """Plays left out of the demonstrations: reference plays that no longer score what they should,
+    or recorded trajectories of tasks the server does not serve (`foreign="skip"`)."""
 
 
 class EvalResultsError(ValueError):
