@@ -16,11 +16,12 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from agent_env.recording import read_trajectories
 from agent_env.specs import TaskSpec
-from agent_env.trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from agent_env.trajectory import Trajectory
 
 Foreign = Literal["error", "skip"]
 FOREIGN_CHOICES: tuple[Foreign, ...] = ("error", "skip")
@@ -88,7 +89,11 @@ class Sifted:
 
 
 def trajectories_of(given: str | Path | Trajectory | Iterable[Trajectory]) -> Iterator[Trajectory]:
-    """The trajectories given: a file, a folder of files, one trajectory, or any iterable of them."""
+    """The trajectories given: a file, a folder of files, one trajectory, or any iterable of them
+    (the record schema is imported here, when asked: the trainer's import stays light)."""
+    from agent_env.recording import read_trajectories
+    from agent_env.trajectory import Trajectory
+
     if isinstance(given, Trajectory):
         yield given
         return
