@@ -214,10 +214,7 @@ def test_a_server_restarted_mid_run_with_other_verifier_expectations_is_left_out
     assert played == [1.0] * 4
     assert 0.0 not in rounds[0] and rounds[1] == [1.0] * 4, rounds
     assert held == [0, 4]
-    assert (
-        f"placing no session on {first.url}: it serves other tasks or bundle content than the run started "
-        f"with (fingerprint {after}, not {before})"
-    ) in caplog.messages
+    assert left_out(first.url, after, before) in caplog.messages
 
 
 def test_a_server_restarted_with_a_changed_copy_is_left_out_by_the_next_status_read_before_any_placement(
@@ -240,10 +237,7 @@ def test_a_server_restarted_with_a_changed_copy_is_left_out_by_the_next_status_r
 
     assert rewards == [1.0] * 3
     assert held == [0, 3]
-    assert (
-        f"placing no session on {first.url}: it serves other tasks or bundle content than the run started "
-        f"with (fingerprint {after}, not {before})"
-    ) in caplog.messages
+    assert left_out(first.url, after, before) in caplog.messages
 
 
 def test_a_server_restarted_between_status_reads_with_a_changed_copy_is_left_out_at_its_first_reset(
@@ -269,10 +263,7 @@ def test_a_server_restarted_between_status_reads_with_a_changed_copy_is_left_out
     assert 0.0 not in rounds[0] and rounds[0].count(None) == 1, rounds
     assert rounds[1] == [1.0] * 4
     assert held == [0, 4]
-    assert (
-        f"placing no session on {first.url}: it serves other tasks or bundle content than the run started "
-        f"with (fingerprint {after}, not {before})"
-    ) in caplog.messages
+    assert left_out(first.url, after, before) in caplog.messages
 
 
 def test_a_single_server_restarted_with_a_changed_copy_stops_the_run_naming_it_and_both_fingerprints(
@@ -303,4 +294,12 @@ def test_a_single_server_restarted_with_a_changed_copy_stops_the_run_naming_it_a
         f"(fingerprint {after}, not {before}): it was restarted with another copy of the bundle, whose "
         "rewards are not this run's. Serve the run's bundle there again, or start a new run (a new "
         "AgentEnv) on what it serves now"
+    )
+
+
+def left_out(url: str, now: str, before: str) -> str:
+    """The warning a fleet logs when it leaves out a server whose fingerprint changed."""
+    return (
+        f"placing no session on {url}: it serves other tasks or bundle content than the run started "
+        f"with (fingerprint {now}, not {before})"
     )
