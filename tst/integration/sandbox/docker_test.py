@@ -169,7 +169,12 @@ def test_a_command_forking_without_end_past_its_deadline_is_stopped_with_all_pid
         return [
             await sandbox.run("echo $PPID", timeout_s=10, max_output_bytes=CAP),
             await sandbox.run("bomb() { bomb | bomb & }; bomb; sleep 300", timeout_s=2, max_output_bytes=CAP),
-            await sandbox.run("echo $PPID; ps -o comm | grep -c bash", timeout_s=10, max_output_bytes=CAP),
+            # ps alone, not in a pipeline, whose other end could still be a bash about to exec grep
+            await sandbox.run(
+                'echo $PPID; running=$(ps -o comm); grep -c bash <<< "$running"',
+                timeout_s=10,
+                max_output_bytes=CAP,
+            ),
         ]
 
     before, bomb, after = in_sandbox(limited, {}, play)
