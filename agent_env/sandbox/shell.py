@@ -39,8 +39,9 @@ while IFS= read -r nonce && IFS= read -r size && IFS= read -r -N "$size" command
   wait "$pid"
   status=$?
   if [ "$mode" = all ]; then
-    kill -9 -1
-    for ((tries = 0; tries < 5000; tries++)); do kill -0 -1 || break; done  # until the init reaped them
+    # Again until none is left and the init reaped them: a process forked while a kill went round
+    # (a fork bomb's) is caught by the next.
+    for ((tries = 0; tries < 5000; tries++)); do kill -9 -1 || break; done
   else
     kill -9 -- "-$pid"
   fi
@@ -50,8 +51,9 @@ done
 """bash, run as `bash -c DRIVER agent-env-shell MODE [FILE_KIB]`. MODE `group` (a shell among the
 host's processes) runs each command as a process group of its own and kills that group after it;
 `all` (a shell alone in a process namespace or a container) kills every process but itself and
-pid 1, and answers once they are gone (reaped, a few thousand looks at most), so the next command
-never sees one of them dying. FILE_KIB, if given, caps the size of each file a command writes
+pid 1, again and again until they are gone (reaped, a few thousand kills at most: one forked while
+a kill went round is caught by the next), and only then answers, so the next command never sees
+one of them dying. FILE_KIB, if given, caps the size of each file a command writes
 (`ulimit -f`)."""
 
 SHELL_NAME = "agent-env-shell"
