@@ -126,4 +126,4 @@ demo: installed
 	$(PYTHON) examples/demo.py
 
 replay: installed
-	$(PYTHON) -m agent_env.cli replay examples/harbor
+	$(PYTHON) -m agent_env.cli replay examples/wharf

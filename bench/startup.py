@@ -19,12 +19,12 @@ from pathlib import Path
 
 from bench.common import ROOT, Figure, Results
 
-LOCAL = "AgentEnv.local(harbor): dataset and factory built"
-IMPORTS = "the modules AgentEnv.local(harbor) imports, imported alone"
+LOCAL = "AgentEnv.local(wharf): dataset and factory built"
+IMPORTS = "the modules AgentEnv.local(wharf) imports, imported alone"
 TARGET_OVER_IMPORTS_S = 1.0
 _BUILD = (
     "from agent_env.training.trl import AgentEnv\n"
-    "env = AgentEnv.local('examples/harbor')\n"
+    "env = AgentEnv.local('examples/wharf')\n"
     "env.dataset, env.factory\n"
     "env.close()\n"
 )
@@ -76,5 +76,5 @@ def run(results: Results, workdir: Path, *, quick: bool) -> None:
         results.add(Figure("startup", name, value, "s"))
     over = measured[LOCAL] - measured[IMPORTS]
     results.add(
-        Figure("startup", "AgentEnv.local(harbor) beyond its imports", over, "s", TARGET_OVER_IMPORTS_S)
+        Figure("startup", "AgentEnv.local(wharf) beyond its imports", over, "s", TARGET_OVER_IMPORTS_S)
     )

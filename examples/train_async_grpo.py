@@ -8,7 +8,7 @@ Blackwell, for which AsyncGRPO's flash-attn3 kernel is not built):
     pip install 'agentenv-framework[trl]' 'trl[vllm,peft,kernels]==1.16.*' 'vllm==0.29.*'
 
     # 1. the bundle's server
-    agent-env serve examples/harbor --port 8000 --max-concurrent-envs 64
+    agent-env serve examples/wharf --port 8000 --max-concurrent-envs 64
 
     # 2. vLLM on GPU 0 (the command `python examples/train_async_grpo.py --print-vllm-command` prints)
     CUDA_VISIBLE_DEVICES=0 VLLM_SERVER_DEV_MODE=1 VLLM_ALLOW_RUNTIME_LORA_UPDATING=1 \\

@@ -26,7 +26,7 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 warnings.filterwarnings("ignore", category=FutureWarning)  # transformers' own renames, inside TRL
 
-HARBOR = Path(__file__).resolve().parent / "harbor"
+WHARF = Path(__file__).resolve().parent / "wharf"
 
 
 def tiny_model_and_tokenizer() -> tuple[Any, Any]:
@@ -123,7 +123,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--bundle", default=str(HARBOR), help="the bundle to train on (default: examples/harbor)"
+        "--bundle", default=str(WHARF), help="the bundle to train on (default: examples/wharf)"
     )
     parser.add_argument("--model", help="a model name or path; default: a tiny model built here, offline")
     parser.add_argument("--steps", type=int, default=3, help="GRPO steps (default: 3)")

@@ -26,7 +26,7 @@ from packaging.utils import canonicalize_name
 from tools import lockfile
 
 ROOT = lockfile.ROOT
-EXAMPLE = ROOT / "examples" / "harbor"
+EXAMPLE = ROOT / "examples" / "wharf"
 # What `python -m venv` puts into a new environment itself, before anything is installed.
 VENV_OWN = {"pip", "setuptools"}
 
@@ -133,12 +133,12 @@ def test_agent_env_help_runs_from_the_installed_wheel(installed: Installed):
 
 
 def test_agent_env_check_from_the_installed_wheel_passes_the_example_bundle(installed: Installed):
-    shutil.copytree(EXAMPLE, installed.work / "harbor", dirs_exist_ok=True)
+    shutil.copytree(EXAMPLE, installed.work / "wharf", dirs_exist_ok=True)
 
-    done = installed.run("agent-env", "check", "harbor")
+    done = installed.run("agent-env", "check", "wharf")
 
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout.startswith("harbor: ok: 2 envs")
+    assert done.stdout.startswith("wharf: ok: 2 envs")
 
 
 def test_the_installed_wheel_imports_the_trainers_side_from_its_own_site_packages(installed: Installed):

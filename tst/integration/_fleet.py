@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from agent_env.training.trl import ToolCallError
-from tst.support.harbor import reference_play
+from tst.support.wharf import reference_play
 
 STORE_TASK_ID = "store-crate-000"
 
@@ -16,7 +16,7 @@ STORE_TASK_ID = "store-crate-000"
 def held(url: str, token: str | None = None) -> int:
     """The sessions the server at `url` holds now, as its `/status` says."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    status = httpx.get(f"{url}/harbor/status", headers=headers, timeout=10).json()
+    status = httpx.get(f"{url}/wharf/status", headers=headers, timeout=10).json()
     return int(status["sessions"]["held"])
 
 

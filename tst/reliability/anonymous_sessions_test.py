@@ -23,8 +23,8 @@ from websockets.sync.client import connect as connect_websocket
 
 from agent_env.training.trl import AgentEnv
 from tst.support.cli_server import agent_env_serve
-from tst.support.harbor import HARBOR, reference_play
 from tst.support.waiting import until
+from tst.support.wharf import WHARF, reference_play
 
 CAPACITY = 8
 ATTEMPTS = CAPACITY + 1
@@ -36,14 +36,14 @@ NO_SESSIONS = {"held": 0, "websocket": 0, "without_client": 0}
 
 @pytest.fixture
 def url(tmp_path: Path) -> Iterator[str]:
-    """`agent-env serve examples/harbor --max-concurrent-envs 8` on a free loopback port; stopped after."""
+    """`agent-env serve examples/wharf --max-concurrent-envs 8` on a free loopback port; stopped after."""
     options = ("--max-concurrent-envs", str(CAPACITY))
-    with agent_env_serve(HARBOR, *options, log=tmp_path / "serve.log", tmpdir=tmp_path) as (_, served):
+    with agent_env_serve(WHARF, *options, log=tmp_path / "serve.log", tmpdir=tmp_path) as (_, served):
         yield served
 
 
 def sessions(url: str) -> dict[str, int]:
-    body: dict[str, Any] = httpx.get(f"{url}/harbor/status", timeout=ANSWER_S).json()
+    body: dict[str, Any] = httpx.get(f"{url}/wharf/status", timeout=ANSWER_S).json()
     return body["sessions"]
 
 
@@ -104,7 +104,7 @@ def test_anonymous_mcp_sessions_are_not_made_and_a_trainer_still_opens_every_ses
         while_playing = sessions(url)
         task_ids = [
             httpx.post(
-                f"{url}/harbor/task", json={"split": "train", "index": row["index"]}, timeout=ANSWER_S
+                f"{url}/wharf/task", json={"split": "train", "index": row["index"]}, timeout=ANSWER_S
             ).json()["task"]["id"]
             for row in rows
         ]

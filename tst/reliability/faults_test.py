@@ -27,8 +27,8 @@ from agent_env.openenv import tracker as tracker_module
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, Gate, fake_served
 from tst.reliability._raw import Raw, dock, observation, play_on, status
-from tst.support.harbor import example, with_envs
 from tst.support.waiting import until
+from tst.support.wharf import example, with_envs
 
 BOUND_S = 0.5
 STOP_S = 15.0

@@ -202,16 +202,16 @@ def _error(status: int, message: str, code: str) -> JSONResponse:
 
 def eval_ids() -> list[str]:
     """The example bundle's eval tasks' ids, by index."""
-    from tst.support.harbor import HARBOR
+    from tst.support.wharf import WHARF
 
-    return [task.id for task in load_bundle(HARBOR).tasks("eval")]
+    return [task.id for task in load_bundle(WHARF).tasks("eval")]
 
 
 def start_stand_in(
     serve: Callable[[Any], Any], plays: Mapping[str, Sequence[str]] | None = None, **options: Any
 ) -> tuple[ChatStandIn, str]:
     """A stand-in for the example bundle's eval split, served by the `serve` fixture; it and its `/v1` URL."""
-    from tst.support.harbor import HARBOR
+    from tst.support.wharf import WHARF
 
-    scripted = ChatStandIn(load_bundle(HARBOR), "eval", plays or {}, **options)
+    scripted = ChatStandIn(load_bundle(WHARF), "eval", plays or {}, **options)
     return scripted, f"{serve(scripted.app).url}/v1"

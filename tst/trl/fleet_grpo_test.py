@@ -30,7 +30,7 @@ from trl import GRPOTrainer  # noqa: E402
 from agent_env.training.trl import AgentEnv  # noqa: E402
 from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E402
 from tst.support.cli_server import agent_env_serves  # noqa: E402
-from tst.support.harbor import HARBOR, SINGLE_TURN_TASK  # noqa: E402
+from tst.support.wharf import SINGLE_TURN_TASK, WHARF  # noqa: E402
 from tst.trl._generated import followed_by  # noqa: E402
 
 ROWS = 24
@@ -82,13 +82,13 @@ def test_grpo_trainer_over_three_servers_spreads_48_rollouts_and_trains_on_when_
 ) -> None:
     import httpx
 
-    servers = [(HARBOR, ()) for _ in range(3)]
+    servers = [(WHARF, ()) for _ in range(3)]
     with agent_env_serves(servers, log=tmp_path, tmpdir=tmp_path) as started:
         urls = [url for _, url in started]
 
         def held() -> list[int]:
             return [
-                int(httpx.get(f"{url}/harbor/status", timeout=10).json()["sessions"]["held"])
+                int(httpx.get(f"{url}/wharf/status", timeout=10).json()["sessions"]["held"])
                 if process.poll() is None
                 else -1
                 for (process, _), url in zip(started, urls, strict=True)

@@ -25,7 +25,7 @@ from agent_env.cli import main  # noqa: E402
 from agent_env.eval import PlaySettings, ToolCall, TransformersPolicy, evaluate, play_sample  # noqa: E402
 from agent_env.training.trl import AgentEnv  # noqa: E402
 from examples.train_grpo import tiny_model_and_tokenizer  # noqa: E402
-from tst.support.harbor import HARBOR  # noqa: E402
+from tst.support.wharf import WHARF  # noqa: E402
 
 ADD_CRATE = {
     "type": "function",
@@ -111,7 +111,7 @@ def test_eval_of_the_example_bundle_with_the_tiny_model_runs_to_the_end_and_ever
     policy = TransformersPolicy(model, tokenizer, max_new_tokens=12)
 
     result = evaluate(
-        HARBOR,
+        WHARF,
         policy,
         split="eval",
         samples=1,
@@ -139,7 +139,7 @@ def test_agent_env_eval_with_a_saved_model_folder_as_model_plays_it_locally(
     tokenizer.save_pretrained(folder)
 
     args = ["--model", str(folder), "--max-new-tokens", "4", "--max-tool-calls", "2", "--out", str(out)]
-    code = main(["eval", str(HARBOR), *args])
+    code = main(["eval", str(WHARF), *args])
 
     printed, err = capsys.readouterr()
     assert code == 0, err
@@ -158,7 +158,7 @@ def test_a_local_model_sees_the_tools_as_grpo_trainer_shows_them_not_as_the_task
         ids = tokenizer("Done.<|im_end|>", add_special_tokens=False)["input_ids"]
         return torch.cat([input_ids, torch.tensor([ids], dtype=input_ids.dtype)], dim=-1)
 
-    with AgentEnv.local(HARBOR) as env:
+    with AgentEnv.local(WHARF) as env:
         row = dict(env.dataset[0])
         environment = env.factory[row.pop("environment")]()
         offered = [  # what GRPOTrainer hands the chat template: the environment's bound methods

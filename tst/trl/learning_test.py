@@ -1,6 +1,6 @@
 """Training through `AgentEnv` makes a model better: GRPO with TRL's own generation, no stand-in.
 
-A tiny model (the demo's recipe, `examples/demo.py`) is warmed up by SFT on the harbor's reference
+A tiny model (the demo's recipe, `examples/demo.py`) is warmed up by SFT on the wharf's reference
 plays, cut short on purpose so that it plays only some of its tasks, then trained by GRPOTrainer
 through `env.factory`. Seeds are fixed, torch runs deterministic algorithms on one thread, and the
 greedy evaluation before and after is the same code: the scores are the same on every run.
@@ -21,7 +21,7 @@ import torch  # noqa: E402
 
 from agent_env.training.trl import AgentEnv  # noqa: E402
 from examples.demo import Recipe, Report, fine_tune, reinforce, rendered, scores, tiny_model, tokenizer_for  # noqa: E402
-from tst.support.harbor import HARBOR  # noqa: E402
+from tst.support.wharf import WHARF  # noqa: E402
 
 RECIPE = Recipe(sft_steps=200, grpo_steps=60)
 MARGIN = 2 / 33
@@ -44,7 +44,7 @@ def deterministic() -> Iterator[None]:
 def test_grpo_through_agentenv_raises_the_train_score_of_a_tiny_model_warmed_up_by_sft(
     deterministic: None, tmp_path: Path
 ) -> None:
-    with AgentEnv.local(HARBOR, max_concurrent_envs=RECIPE.grpo_batch * 8) as env:
+    with AgentEnv.local(WHARF, max_concurrent_envs=RECIPE.grpo_batch * 8) as env:
         demonstrations = env.demonstrations("train")
         tokenizer = tokenizer_for(rendered(demonstrations), RECIPE.vocab)
         model = tiny_model(tokenizer, RECIPE)

@@ -1,7 +1,7 @@
 """TRL's own SFTTrainer trains a step on the CPU on the example bundle's demonstrations, unchanged, and
 on the same plays' rows made from the server's recording of them (`demonstrations_from`).
 
-The demonstrations are the harbor's reference plays, played on the bundle served in process; the
+The demonstrations are the wharf's reference plays, played on the bundle served in process; the
 model is the demo's tiny one, built offline, with TRL's Qwen3 chat template.
 """
 
@@ -22,18 +22,18 @@ from trl import SFTConfig, SFTTrainer  # noqa: E402
 
 from agent_env.training.trl import AgentEnv  # noqa: E402
 from examples.train_grpo import tiny_model_and_tokenizer  # noqa: E402
-from tst.support.harbor import HARBOR  # noqa: E402
+from tst.support.wharf import WHARF  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder the harbor's server records its episodes in, while it plays the demonstrations."""
+    """The folder the wharf's server records its episodes in, while it plays the demonstrations."""
     return tmp_path_factory.mktemp("recorded")
 
 
 @pytest.fixture(scope="module")
 def demonstrations(recorded: Path) -> Any:
-    with AgentEnv.local(HARBOR, record=recorded) as env:
+    with AgentEnv.local(WHARF, record=recorded) as env:
         return env.demonstrations("train")
 
 
@@ -67,7 +67,7 @@ def test_sft_trainer_tokenizes_the_demonstrations_and_trains_a_step_on_the_cpu(
 def test_sft_trainer_trains_a_step_on_rows_made_from_the_servers_recorded_successes(
     demonstrations, recorded, tmp_path
 ) -> None:
-    with AgentEnv.local(HARBOR) as env:
+    with AgentEnv.local(WHARF) as env:
         successes = env.demonstrations_from(recorded)
 
     trainer, done = one_step(successes, tmp_path)
@@ -98,7 +98,7 @@ def test_a_demonstrations_prompt_renders_exactly_as_grpo_trainer_renders_the_sam
     demonstrations,
 ) -> None:
     _, tokenizer = tiny_model_and_tokenizer()
-    with AgentEnv.local(HARBOR) as env:
+    with AgentEnv.local(WHARF) as env:
         row = next(row for row in demonstrations if row["id"] == "store-crate-000")
         environment = env.factory[next(r["environment"] for r in env.dataset if r["index"] == row["index"])]()
         offered = [  # what GRPOTrainer hands the chat template for this rollout: the bound methods

@@ -7,7 +7,7 @@ import pytest
 from agent_env import BundleError, Episode, load_bundle
 from tst.support.bundles import SHELF, TOML, a_task, make_bundle
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "harbor"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "wharf"
 
 BOX = '''
 from agent_env import Env, tool
@@ -32,7 +32,7 @@ def problems_of(root: Path) -> list[str]:
 def test_the_example_bundle_loads_with_its_envs_agents_and_both_splits():
     bundle = load_bundle(EXAMPLE)
 
-    assert bundle.name == "harbor"
+    assert bundle.name == "wharf"
     assert set(bundle.envs) == {"dock", "pantry"}
     assert set(bundle.agents) == {"deckhand", "harbormaster", "cook", "quartermaster", "clerk"}
     assert set(bundle.splits) == {"train", "eval"}

@@ -10,7 +10,7 @@ import agent_env
 from agent_env import Env, EnvSpec, tool
 from agent_env.errors import EnvDefinitionError
 
-HARBOR = Path(__file__).resolve().parents[2] / "examples" / "harbor"
+WHARF = Path(__file__).resolve().parents[2] / "examples" / "wharf"
 
 
 def run(coroutine):
@@ -27,7 +27,7 @@ def line_of(text: str) -> int:
 
 @functools.cache
 def dock() -> EnvSpec:
-    return agent_env.load_bundle(HARBOR).envs["dock"]
+    return agent_env.load_bundle(WHARF).envs["dock"]
 
 
 class Shed(Env):

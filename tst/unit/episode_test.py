@@ -26,10 +26,10 @@ from agent_env import (
 )
 from agent_env.sandbox import LocalSandbox
 from agent_env.verifiers import FunctionCheck, Verifier
-from tst.support.harbor import HARBOR, example, with_envs
 from tst.support.waiting import WAIT_S, eventually, running, written
+from tst.support.wharf import WHARF, example, with_envs
 
-BUNDLE = agent_env.load_bundle(HARBOR)
+BUNDLE = agent_env.load_bundle(WHARF)
 AWK_TOTAL = "awk -F, 'NR>1 {s += $2} END {print s}' manifest.csv > total.txt"
 
 

@@ -26,7 +26,7 @@ from agent_env import (
     VerifierContext,
 )
 from agent_env.verifiers import FunctionCheck, Verifier
-from tst.support.harbor import example
+from tst.support.wharf import example
 
 
 def kinds(events: list[EpisodeEvent]) -> list[str]:

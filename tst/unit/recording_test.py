@@ -66,8 +66,8 @@ def test_secret_keys_and_values_are_redacted_wherever_they_are(tmp_path: Path) -
 def test_a_secret_environment_variable_s_value_is_redacted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HARBOR_KEY", "k-7731")
-    recorder = TrajectoryRecorder(tmp_path, redaction=Redaction.of(env=["HARBOR_KEY", "UNSET_VARIABLE"]))
+    monkeypatch.setenv("WHARF_KEY", "k-7731")
+    recorder = TrajectoryRecorder(tmp_path, redaction=Redaction.of(env=["WHARF_KEY", "UNSET_VARIABLE"]))
     recorder.record(a_trajectory(result="key k-7731 used"))
     recorder.close()
 

@@ -22,7 +22,7 @@ from agent_env import (
 from agent_env.testing import FakeTask, calls
 from agent_env.verifiers import VerifierContext
 
-HARBOR = Path(__file__).resolve().parents[2] / "examples" / "harbor"
+WHARF = Path(__file__).resolve().parents[2] / "examples" / "wharf"
 
 
 def weigh(crate: str) -> str:
@@ -109,7 +109,7 @@ def test_play_tears_down_even_when_a_step_raises_something_other_than_an_episode
 
 
 def test_load_solutions_gives_the_example_s_reference_plays_by_task_id():
-    bundle = agent_env.load_bundle(HARBOR)
+    bundle = agent_env.load_bundle(WHARF)
 
     solutions = load_solutions(bundle, "train")
 
@@ -125,6 +125,6 @@ def test_load_solutions_gives_the_example_s_reference_plays_by_task_id():
 
 
 def test_load_solutions_is_empty_for_a_split_without_a_solutions_file():
-    bundle = agent_env.load_bundle(HARBOR)
+    bundle = agent_env.load_bundle(WHARF)
 
     assert load_solutions(bundle, "holdout") == {}

@@ -10,14 +10,14 @@ import agent_env
 from agent_env import BASH_TOOL, AccessChange, Env, EnvSpec, Toolset, ToolsetSpec, tool, toolset_name
 from agent_env.sandbox.base import KILL_MARGIN_S
 
-HARBOR = Path(__file__).resolve().parents[2] / "examples" / "harbor"
+WHARF = Path(__file__).resolve().parents[2] / "examples" / "wharf"
 DOCK_TOOLS = ["add_crate", "move_crate", "list_crates"]
 PANTRY_TOOLS = ["add_item", "use_item", "check_stock"]
 
 
 @functools.cache
 def envs():
-    return agent_env.load_bundle(HARBOR).envs
+    return agent_env.load_bundle(WHARF).envs
 
 
 def toolset(*names, role="default", access=(), bash=False) -> Toolset:

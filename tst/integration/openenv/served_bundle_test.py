@@ -16,14 +16,14 @@ from agent_env.bundle import load_bundle
 from agent_env.openenv import AgentEnvAction, BackgroundServer, build_app
 from agent_env.replay import load_solutions
 from tst.integration._containers import sandbox_containers
-from tst.support.harbor import BASH_TASK, HARBOR, play_reference
 from tst.support.waiting import until
+from tst.support.wharf import BASH_TASK, WHARF, play_reference
 
 CLIENT_TIMEOUT_S = 30.0
 KILLED_TEARDOWN_S = 30.0
 """The issue's bound: a killed trainer's containers are removed within 30 s."""
 
-BUNDLE = load_bundle(HARBOR)
+BUNDLE = load_bundle(WHARF)
 PLAYS = [
     (split, task.index, task.id, load_solutions(BUNDLE, split)[task.id])
     for split in BUNDLE.splits
@@ -45,13 +45,13 @@ ws.recv()
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[BackgroundServer]:
-    served = BackgroundServer(build_app(HARBOR, sandbox="docker")).start()
+    served = BackgroundServer(build_app(WHARF, sandbox="docker")).start()
     yield served
     served.stop()
 
 
 def live_episodes(server: BackgroundServer) -> int:
-    answer: dict[str, Any] = httpx.get(f"{server.url}/harbor/status", timeout=10).json()
+    answer: dict[str, Any] = httpx.get(f"{server.url}/wharf/status", timeout=10).json()
     return int(answer["live_episodes"])
 
 

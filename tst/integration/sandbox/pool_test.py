@@ -19,9 +19,9 @@ from agent_env.sandbox import DockerSandboxProvider, PoolStatus, SandboxConfig, 
 from agent_env.sandbox.owner import PID_LABEL
 from tst.integration._containers import sandbox_containers
 from tst.support.cli_server import agent_env_serve
-from tst.support.harbor import BASH_TASK, HARBOR, play_reference
 from tst.support.metrics import scrape
 from tst.support.waiting import until
+from tst.support.wharf import BASH_TASK, WHARF, play_reference
 
 CLIENT_TIMEOUT_S = 30.0
 FILL_S = 60.0
@@ -36,7 +36,7 @@ time.sleep(300)
 
 
 def pool(server: BackgroundServer) -> dict[str, Any]:
-    answer: dict[str, Any] = httpx.get(f"{server.url}/harbor/status", timeout=10).json()
+    answer: dict[str, Any] = httpx.get(f"{server.url}/wharf/status", timeout=10).json()
     assert answer["warm_pool"] is not None
     return dict(answer["warm_pool"])
 
@@ -51,7 +51,7 @@ def hostname_and_files(client: Any) -> list[str]:
 def test_a_reset_gets_a_container_the_pool_started_ahead_with_the_task_s_files_and_each_serves_one_episode(
     connect: Any, docker_client: Any, sandbox_image: str
 ) -> None:
-    server = BackgroundServer(build_app(HARBOR, sandbox="docker", warm=2)).start()
+    server = BackgroundServer(build_app(WHARF, sandbox="docker", warm=2)).start()
     try:
         assert until(lambda: pool(server)["ready"] == 2, FILL_S)
         waiting = {c[:12] for c in sandbox_containers(docker_client)}
@@ -82,7 +82,7 @@ def test_a_reset_gets_a_container_the_pool_started_ahead_with_the_task_s_files_a
 def test_a_pool_container_that_died_while_it_waited_is_replaced_never_handed_out(
     connect: Any, docker_client: Any, sandbox_image: str
 ) -> None:
-    server = BackgroundServer(build_app(HARBOR, sandbox="docker", warm=1)).start()
+    server = BackgroundServer(build_app(WHARF, sandbox="docker", warm=1)).start()
     try:
         assert until(lambda: pool(server)["ready"] == 1, FILL_S)
         (dead,) = sandbox_containers(docker_client)
@@ -186,7 +186,7 @@ def test_agent_env_serve_killed_with_sigkill_leaves_its_pool_and_the_next_to_sta
     docker_client: Any, sandbox_image: str, tmp_path: Path
 ) -> None:
     first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
-    with agent_env_serve(HARBOR, "--sandbox", "docker", "--warm", "2", log=first_log, tmpdir=tmp_path) as (
+    with agent_env_serve(WHARF, "--sandbox", "docker", "--warm", "2", log=first_log, tmpdir=tmp_path) as (
         first,
         _,
     ):
@@ -194,7 +194,7 @@ def test_agent_env_serve_killed_with_sigkill_leaves_its_pool_and_the_next_to_sta
         first.kill()
         first.wait(CLIENT_TIMEOUT_S)
         left = sandbox_containers(docker_client)
-    with agent_env_serve(HARBOR, "--sandbox", "docker", log=second_log, tmpdir=tmp_path):
+    with agent_env_serve(WHARF, "--sandbox", "docker", log=second_log, tmpdir=tmp_path):
         removed = until(lambda: sandbox_containers(docker_client) == [], CLIENT_TIMEOUT_S)
 
     assert len(left) == 2

@@ -25,7 +25,7 @@ from agent_env.training.trl.fleet import RETRY_S
 from tst.integration._fleet import PLAY_THREE, held, play_store
 from tst.support.addresses import answer_names, free_port_on
 from tst.support.cli_server import agent_env_serves
-from tst.support.harbor import HARBOR
+from tst.support.wharf import WHARF
 
 TRIO_HOSTS = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
 NAME = "agentenv-fleet.test"
@@ -47,7 +47,7 @@ def trio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, list[s
     """Three servers of the example bundle, one per address of `TRIO_HOSTS`, all on one port."""
     where = tmp_path_factory.mktemp("trio")
     port = free_port_on(TRIO_HOSTS)
-    servers = [(HARBOR, ("--host", host, "--port", str(port))) for host in TRIO_HOSTS]
+    servers = [(WHARF, ("--host", host, "--port", str(port))) for host in TRIO_HOSTS]
     with agent_env_serves(servers, log=where, tmpdir=where, name="trio") as started:
         yield port, [url for _, url in started]
 
@@ -60,7 +60,7 @@ def resolver(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
 def test_a_trainers_48_sessions_spread_16_16_16_over_three_servers_and_one_killed_costs_only_its_episodes(
     tmp_path: Path,
 ) -> None:
-    servers = [(HARBOR, ()) for _ in range(3)]
+    servers = [(WHARF, ()) for _ in range(3)]
     with agent_env_serves(servers, log=tmp_path, tmpdir=tmp_path) as started:
         urls = [url for _, url in started]
         with AgentEnv(urls) as env:
@@ -83,7 +83,7 @@ def test_a_trainers_48_sessions_spread_16_16_16_over_three_servers_and_one_kille
 
             port = killed_url.rsplit(":", 1)[1]
             with agent_env_serves(
-                [(HARBOR, ("--port", port))], log=tmp_path, tmpdir=tmp_path, name="again"
+                [(WHARF, ("--port", port))], log=tmp_path, tmpdir=tmp_path, name="again"
             ) as [(_, restarted_url)]:
                 time.sleep(RETRY_S)  # a server left out is asked again this long after
                 newcomers = [dock() for _ in range(16)]
@@ -129,8 +129,8 @@ def test_servers_that_do_not_serve_the_same_tasks_are_refused_naming_the_ones_th
     trio: tuple[int, list[str]], tmp_path: Path
 ) -> None:
     _, urls = trio
-    changed = tmp_path / "harbor"
-    shutil.copytree(HARBOR, changed)
+    changed = tmp_path / "wharf"
+    shutil.copytree(WHARF, changed)
     tasks = changed / "tasks" / "train.jsonl"
     lines = tasks.read_text().splitlines()
     first = json.loads(lines[0])
@@ -172,7 +172,7 @@ def test_the_classes_pickle_with_the_fleet_and_spread_their_sessions_from_a_proc
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
     """Two servers of two sessions each, each with a token of its own: `alpha`, `beta`."""
     where = tmp_path_factory.mktemp("guarded")
-    servers = [(HARBOR, ("--max-concurrent-envs", "2", "--token", token)) for token in ("alpha", "beta")]
+    servers = [(WHARF, ("--max-concurrent-envs", "2", "--token", token)) for token in ("alpha", "beta")]
     with agent_env_serves(servers, log=where, tmpdir=where, name="guarded") as started:
         yield [url for _, url in started]
 

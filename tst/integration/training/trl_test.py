@@ -14,12 +14,12 @@ import pytest
 
 from agent_env.training.trl import TASK_OVER, AgentEnv
 from tst.integration._containers import sandbox_containers
-from tst.support.harbor import BASH_TASK, HARBOR, SINGLE_TURN_TASK, TWO_TURN_TASK
+from tst.support.wharf import BASH_TASK, SINGLE_TURN_TASK, TWO_TURN_TASK, WHARF
 
 
 @pytest.fixture(scope="module")
 def env() -> Iterator[AgentEnv]:
-    with AgentEnv.local(HARBOR, sandbox="docker") as served:
+    with AgentEnv.local(WHARF, sandbox="docker") as served:
         yield served
 
 

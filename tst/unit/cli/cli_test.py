@@ -4,7 +4,7 @@ from pathlib import Path
 
 from tst.support.mcp_bundles import NOTE_MILK, http_notes_server, http_server, notes_bundle
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "harbor"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "wharf"
 
 
 def agent_env(*args, stdin=""):
@@ -22,7 +22,7 @@ def test_check_says_ok_with_the_bundles_contents_for_a_good_bundle():
     done = agent_env("check", EXAMPLE)
 
     assert done.returncode == 0
-    assert done.stdout.strip() == "harbor: ok: 2 envs, 5 agents, tasks: eval 11, train 33"
+    assert done.stdout.strip() == "wharf: ok: 2 envs, 5 agents, tasks: eval 11, train 33"
 
 
 def test_check_lists_every_problem_and_exits_1_for_a_broken_bundle(tmp_path):

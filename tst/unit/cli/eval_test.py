@@ -12,7 +12,7 @@ import pytest
 
 from agent_env.cli import main
 from tst.support.chat_stand_in import API_KEY, MODEL, eval_ids, start_stand_in
-from tst.support.harbor import HARBOR
+from tst.support.wharf import WHARF
 
 IDS = eval_ids()
 
@@ -20,7 +20,7 @@ IDS = eval_ids()
 def eval_args(url: str, *extra: str, model: str = MODEL) -> list[str]:
     return [
         "eval",
-        str(HARBOR),
+        str(WHARF),
         "--model-url",
         url,
         "--model",
@@ -139,14 +139,14 @@ def test_a_local_model_folder_that_is_not_a_model_is_one_line_and_exit_2_before_
     not_a_model = tmp_path / "checkpoint"
     not_a_model.mkdir()
 
-    code = main(["eval", str(HARBOR), "--model", str(not_a_model), "--out", str(out)])
+    code = main(["eval", str(WHARF), "--model", str(not_a_model), "--out", str(out)])
 
     line = one_line_before_any_episode(capsys, code, out)
     assert f"{not_a_model} holds no config.json: pass a Hugging Face model folder" in line
 
 
 def test_a_local_model_folder_that_does_not_exist_is_one_line_and_exit_2_before_any_episode(capsys, tmp_path):
-    code = main(["eval", str(HARBOR), "--model", str(tmp_path / "nowhere")])
+    code = main(["eval", str(WHARF), "--model", str(tmp_path / "nowhere")])
 
     assert f"{tmp_path / 'nowhere'} does not exist" in one_line_before_any_episode(capsys, code, tmp_path)
 

@@ -24,16 +24,16 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from agent_env.openenv import AgentEnvAction
-from tst.support.harbor import (
+from tst.support.waiting import alive, until
+from tst.support.wharf import (
     BASH_TASK,
-    HARBOR,
     SINGLE_TURN_TASK,
     SLEEPER,
+    WHARF,
     play_reference,
     sandbox_folders,
     sleeper_pids,
 )
-from tst.support.waiting import alive, until
 
 SCRIPT = Path(sys.executable).parent / "agent-env"
 STARTUP_S = 60.0
@@ -114,7 +114,7 @@ def agent_env_serve(tmp_path: Path) -> Iterator[Callable[..., ServeProcess]]:
 def test_serve_says_on_its_first_line_that_it_listens_on_loopback_and_plays_an_episode_it_logs_in_one_line(
     agent_env_serve: Callable[..., ServeProcess], connect: Callable[..., Any]
 ) -> None:
-    served = agent_env_serve(str(HARBOR), "--port", "0")
+    served = agent_env_serve(str(WHARF), "--port", "0")
     line = served.first_line()
     url = listening_url(line)
     client = connect(url, message_timeout_s=CLIENT_TIMEOUT_S)
@@ -122,7 +122,7 @@ def test_serve_says_on_its_first_line_that_it_listens_on_loopback_and_plays_an_e
     started = client.reset(split="train", index=SINGLE_TURN_TASK, timeout_s=30)
     *calls, scored = play_reference(client, "store-crate-000")
 
-    assert line.startswith("agent-env: serving harbor (eval 11, train 33 tasks) on http://127.0.0.1:")
+    assert line.startswith("agent-env: serving wharf (eval 11, train 33 tasks) on http://127.0.0.1:")
     assert urlsplit(url).hostname == "127.0.0.1" and (urlsplit(url).port or 0) > 0
     assert started.observation["task_id"] == "store-crate-000"
     assert [call.observation["error"] for call in calls] == [None]
@@ -142,7 +142,7 @@ def test_serve_says_on_its_first_line_that_it_listens_on_loopback_and_plays_an_e
 def test_sigterm_interrupts_the_call_in_flight_and_tears_down_every_episode_before_the_process_ends(
     agent_env_serve: Callable[..., ServeProcess], connect: Callable[..., Any]
 ) -> None:
-    served = agent_env_serve(str(HARBOR), "--port", "0")
+    served = agent_env_serve(str(WHARF), "--port", "0")
     url = listening_url(served.first_line())
     finished = connect(url, message_timeout_s=CLIENT_TIMEOUT_S)
     finished.reset(split="train", index=SINGLE_TURN_TASK, timeout_s=30)
@@ -193,7 +193,7 @@ def test_sigterm_interrupts_the_call_in_flight_and_tears_down_every_episode_befo
 
 def test_serve_with_a_bad_max_concurrent_envs_exits_non_zero_and_says_how_to_fix_it(tmp_path: Path) -> None:
     done = subprocess.run(
-        [str(SCRIPT), "serve", str(HARBOR), "--port", "0"],
+        [str(SCRIPT), "serve", str(WHARF), "--port", "0"],
         capture_output=True,
         text=True,
         timeout=STARTUP_S,
@@ -210,11 +210,11 @@ def test_serve_with_a_bad_max_concurrent_envs_exits_non_zero_and_says_how_to_fix
 def test_serve_with_a_token_requires_it_of_every_request_and_says_so_on_its_first_line(
     agent_env_serve: Callable[..., ServeProcess], connect: Callable[..., Any]
 ) -> None:
-    served = agent_env_serve(str(HARBOR), "--port", "0", "--token", "harbor-token-7")
+    served = agent_env_serve(str(WHARF), "--port", "0", "--token", "wharf-token-7")
     line = served.first_line()
     url = listening_url(line)
     client = connect(
-        url, message_timeout_s=CLIENT_TIMEOUT_S, headers={"Authorization": "Bearer harbor-token-7"}
+        url, message_timeout_s=CLIENT_TIMEOUT_S, headers={"Authorization": "Bearer wharf-token-7"}
     )
 
     started = client.reset(split="train", index=SINGLE_TURN_TASK, timeout_s=30)
@@ -229,9 +229,9 @@ def test_serve_with_a_token_requires_it_of_every_request_and_says_so_on_its_firs
 def test_serve_with_a_token_file_requires_its_token_without_a_warning_and_answers_the_hosts_it_allows(
     agent_env_serve: Callable[..., ServeProcess], tmp_path: Path
 ) -> None:
-    (tmp_path / "token").write_text("harbor-token-8\n")
+    (tmp_path / "token").write_text("wharf-token-8\n")
     served = agent_env_serve(
-        str(HARBOR),
+        str(WHARF),
         "--port",
         "0",
         "--token-file",
@@ -240,7 +240,7 @@ def test_serve_with_a_token_file_requires_its_token_without_a_warning_and_answer
         "agent-env.example",
     )
     url = listening_url(served.first_line())
-    token = {"Authorization": "Bearer harbor-token-8"}
+    token = {"Authorization": "Bearer wharf-token-8"}
     port = urlsplit(url).port
 
     allowed = httpx.get(f"{url}/health", headers={**token, "Host": f"agent-env.example:{port}"}, timeout=10)
@@ -264,7 +264,7 @@ def test_serve_with_a_token_file_missing_or_empty_exits_2_saying_so(
     if content is not None:
         path.write_text(content)
     done = subprocess.run(
-        [str(SCRIPT), "serve", str(HARBOR), "--port", "0", "--token-file", str(path)],
+        [str(SCRIPT), "serve", str(WHARF), "--port", "0", "--token-file", str(path)],
         capture_output=True,
         text=True,
         timeout=STARTUP_S,
@@ -280,7 +280,7 @@ def test_serve_with_a_token_file_missing_or_empty_exits_2_saying_so(
 
 def test_serve_with_a_token_that_cannot_travel_in_a_header_exits_non_zero_saying_why(tmp_path: Path) -> None:
     done = subprocess.run(
-        [str(SCRIPT), "serve", str(HARBOR), "--port", "0", "--token", "two words"],
+        [str(SCRIPT), "serve", str(WHARF), "--port", "0", "--token", "two words"],
         capture_output=True,
         text=True,
         timeout=STARTUP_S,

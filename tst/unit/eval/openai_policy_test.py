@@ -11,7 +11,7 @@ import pytest
 
 from agent_env.eval import OpenAIPolicy, PolicyError
 from tst.support.chat_stand_in import API_KEY, MODEL, eval_ids, start_stand_in
-from tst.support.harbor import HARBOR
+from tst.support.wharf import WHARF
 
 STORE = eval_ids()[0]
 BOUND_S = 30.0
@@ -21,7 +21,7 @@ BOUND_S = 30.0
 def first_request() -> list[dict[str, Any]]:
     from agent_env import load_bundle
 
-    return [{"role": "user", "content": load_bundle(HARBOR).tasks("eval")[0].turns[0]}]
+    return [{"role": "user", "content": load_bundle(WHARF).tasks("eval")[0].turns[0]}]
 
 
 def answer_of(policy: OpenAIPolicy) -> tuple[BaseException | None, float]:

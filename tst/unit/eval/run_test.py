@@ -12,8 +12,8 @@ from agent_env import load_bundle
 from agent_env.eval import END_TURN, RESULTS_FILE, EvalResult, OpenAIPolicy, PlaySettings, evaluate
 from agent_env.recording import read_trajectories
 from tst.support.chat_stand_in import API_KEY, MODEL, eval_ids, start_stand_in
-from tst.support.harbor import HARBOR
 from tst.support.outcomes import OutcomePolicy, outcome_tasks
+from tst.support.wharf import WHARF
 
 IDS = eval_ids()
 STORE, MOVE, STORE_THEN_MOVE, COUNT, MANIFEST = IDS[0], IDS[1], IDS[2], IDS[3], IDS[10]
@@ -33,7 +33,7 @@ def test_each_task_s_pass_at_k_and_mean_are_what_its_scripted_samples_imply_and_
     }
     _, url = start_stand_in(serve, plays)
 
-    result = evaluate(HARBOR, policy(url), samples=3, concurrency=4, model=MODEL, out=tmp_path)
+    result = evaluate(WHARF, policy(url), samples=3, concurrency=4, model=MODEL, out=tmp_path)
 
     by_id = {task.id: task for task in result.tasks}
     assert (by_id[STORE].passed, by_id[STORE].pass_at_1, by_id[STORE].pass_at_k) == (
@@ -56,7 +56,7 @@ def test_each_task_s_pass_at_k_and_mean_are_what_its_scripted_samples_imply_and_
 def test_every_sample_is_written_as_a_trajectory_of_what_the_client_saw(serve, tmp_path):
     _, url = start_stand_in(serve, {STORE_THEN_MOVE: ["solve"], STORE: ["text"]})
 
-    evaluate(HARBOR, policy(url), model=MODEL, out=tmp_path)
+    evaluate(WHARF, policy(url), model=MODEL, out=tmp_path)
 
     trajectories = {t.task.id: t for t in read_trajectories(tmp_path)}
     assert sorted(trajectories) == sorted(IDS)
@@ -85,7 +85,7 @@ def test_each_call_is_answered_by_its_id_and_end_turn_by_the_next_turn_s_prompt_
 ):
     scripted, url = start_stand_in(serve, {STORE_THEN_MOVE: ["solve"]})
 
-    evaluate(HARBOR, policy(url), concurrency=1)
+    evaluate(WHARF, policy(url), concurrency=1)
 
     last = next(r for r in reversed(scripted.requests) if "Moved" not in str(r) and len(r["messages"]) > 6)
     names = [tool["function"]["name"] for tool in last["tools"]]
@@ -93,7 +93,7 @@ def test_each_call_is_answered_by_its_id_and_end_turn_by_the_next_turn_s_prompt_
     calls = [c["id"] for m in last["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
     answered = [m["tool_call_id"] for m in last["messages"] if m["role"] == "tool"]
     assert calls == answered
-    second_prompt = load_bundle(HARBOR).tasks("eval")[_index(STORE_THEN_MOVE)].turns[1]
+    second_prompt = load_bundle(WHARF).tasks("eval")[_index(STORE_THEN_MOVE)].turns[1]
     ending = next(
         c["id"]
         for m in last["messages"]
@@ -107,7 +107,7 @@ def test_each_call_is_answered_by_its_id_and_end_turn_by_the_next_turn_s_prompt_
 def test_a_call_whose_arguments_do_not_parse_ends_the_turn_with_its_text_and_is_counted(serve, tmp_path):
     _, url = start_stand_in(serve, {COUNT: ["malformed"]})
 
-    evaluate(HARBOR, policy(url), out=tmp_path)
+    evaluate(WHARF, policy(url), out=tmp_path)
 
     played = next(t for t in read_trajectories(tmp_path) if t.task.id == COUNT)
     assert (played.turns[0].invalid_tool_calls, played.turns[0].reply, played.turns[0].calls) == (
@@ -122,7 +122,7 @@ def test_max_tool_calls_ends_a_turn_once_it_has_made_that_many_calls(serve, tmp_
     clear = IDS[5]  # clear-bay-100: two calls
     _, url = start_stand_in(serve, {clear: ["solve"]})
 
-    evaluate(HARBOR, policy(url), settings=PlaySettings(max_tool_calls=1), out=tmp_path)
+    evaluate(WHARF, policy(url), settings=PlaySettings(max_tool_calls=1), out=tmp_path)
 
     played = next(t for t in read_trajectories(tmp_path) if t.task.id == clear)
     assert [call.tool for call in played.turns[0].calls] == ["remove_crate"]
@@ -132,7 +132,7 @@ def test_max_tool_calls_ends_a_turn_once_it_has_made_that_many_calls(serve, tmp_
 def test_a_request_that_fails_once_is_retried_and_its_sample_plays_on(serve):
     scripted, url = start_stand_in(serve, {STORE: ["solve"]}, fail_first=1)
 
-    result = evaluate(HARBOR, policy(url), concurrency=1)
+    result = evaluate(WHARF, policy(url), concurrency=1)
 
     assert result.errors == 0
     assert next(t for t in result.tasks if t.id == STORE).passed == 1
@@ -144,7 +144,7 @@ def test_a_sample_whose_requests_fail_past_the_retries_is_an_error_reported_apar
 ):
     scripted, url = start_stand_in(serve, {STORE: ["solve", "solve"]}, down=frozenset({MOVE}))
 
-    result = evaluate(HARBOR, policy(url), samples=2, out=tmp_path)
+    result = evaluate(WHARF, policy(url), samples=2, out=tmp_path)
 
     moved = next(t for t in result.tasks if t.id == MOVE)
     assert (moved.errors, moved.mean_score, moved.pass_at_k) == (2, None, None)
@@ -157,7 +157,7 @@ def test_a_sample_whose_requests_fail_past_the_retries_is_an_error_reported_apar
 
 
 def _index(task_id: str) -> int:
-    return next(i for i, task in enumerate(load_bundle(HARBOR).tasks("eval")) if task.id == task_id)
+    return next(i for i, task in enumerate(load_bundle(WHARF).tasks("eval")) if task.id == task_id)
 
 
 def test_a_server_at_a_url_with_a_token_is_played_as_a_bundle_is_and_its_verifiers_come_from_the_task_api(
@@ -166,14 +166,14 @@ def test_a_server_at_a_url_with_a_token_is_played_as_a_bundle_is_and_its_verifie
     from agent_env.openenv import build_app
 
     _, url = start_stand_in(serve, {STORE: ["solve"], MOVE: ["text"]})
-    server = serve(build_app(HARBOR, token="tok-eval-3"))
+    server = serve(build_app(WHARF, token="tok-eval-3"))
 
     result = evaluate(server.url, policy(url), token="tok-eval-3", out=tmp_path)
 
     by_id = {task.id: task for task in result.tasks}
     assert (by_id[STORE].pass_at_1, by_id[MOVE].pass_at_1, result.errors) == (1.0, 0.0, 0)
     stored = next(t for t in read_trajectories(tmp_path) if t.task.id == STORE)
-    expected = load_bundle(HARBOR).tasks("eval")[_index(STORE)].verifiers
+    expected = load_bundle(WHARF).tasks("eval")[_index(STORE)].verifiers
     assert [(v.type, v.weight) for v in stored.verifiers] == [(v.spec.type, v.spec.weight) for v in expected]
     assert [v.score for v in stored.verifiers] == [1.0] * len(expected)
 
@@ -185,7 +185,7 @@ def test_a_sample_whose_endpoint_answers_garbage_is_an_error_reported_apart_neve
         serve, {STORE: ["solve"]}, broken={MOVE: "garbage", COUNT: "not-json", MANIFEST: "huge"}
     )
 
-    result = evaluate(HARBOR, policy(url, max_retries=0), out=tmp_path)
+    result = evaluate(WHARF, policy(url, max_retries=0), out=tmp_path)
 
     by_id = {task.id: task for task in result.tasks}
     assert [(by_id[i].errors, by_id[i].failed, by_id[i].mean_score) for i in (MOVE, COUNT, MANIFEST)] == [

@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
-from tst.support.harbor import HARBOR
+from tst.support.wharf import WHARF
 
-LIBRARY = HARBOR.parent / "library"
+LIBRARY = WHARF.parent / "library"
 INSTALL = "pip install 'agentenv-framework[mcp]'"
 
 

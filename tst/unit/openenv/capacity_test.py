@@ -19,10 +19,10 @@ from agent_env.openenv import (
     resolve_max_concurrent_envs,
 )
 from agent_env.testing import FakeTask, calls, fake_served
-from tst.support.harbor import HARBOR
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
 from tst.support.waiting import WAIT_S, until
+from tst.support.wharf import WHARF
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
 
 CLIENT_TIMEOUT_S = 10.0
@@ -151,10 +151,10 @@ def test_the_max_concurrent_envs_argument_wins_over_the_variable(
 ) -> None:
     monkeypatch.setenv("MAX_CONCURRENT_ENVS", "2")
 
-    bundle = serve(build_app(HARBOR, max_concurrent_envs=3))
+    bundle = serve(build_app(WHARF, max_concurrent_envs=3))
     fake = serve({"train": [FakeTask("crates")]}, max_concurrent_envs=5)
 
-    assert status(bundle, "harbor")["max_concurrent_envs"] == 3
+    assert status(bundle, "wharf")["max_concurrent_envs"] == 3
     assert status(fake)["max_concurrent_envs"] == 5
     assert resolve_max_concurrent_envs(7) == 7
 
@@ -164,9 +164,9 @@ def test_a_bad_variable_is_not_read_when_the_argument_gives_the_capacity(
 ) -> None:
     monkeypatch.setenv("MAX_CONCURRENT_ENVS", "lots")
 
-    server = serve(build_app(HARBOR, max_concurrent_envs=4))
+    server = serve(build_app(WHARF, max_concurrent_envs=4))
 
-    assert status(server, "harbor")["max_concurrent_envs"] == 4
+    assert status(server, "wharf")["max_concurrent_envs"] == 4
 
 
 @pytest.mark.parametrize("variable", [None, "", "   "])
@@ -178,10 +178,10 @@ def test_without_the_argument_or_a_variable_the_server_holds_64_sessions(
     else:
         monkeypatch.setenv("MAX_CONCURRENT_ENVS", variable)
 
-    server = serve(build_app(HARBOR))
+    server = serve(build_app(WHARF))
 
     assert DEFAULT_MAX_CONCURRENT_ENVS == 64
-    assert status(server, "harbor")["max_concurrent_envs"] == 64
+    assert status(server, "wharf")["max_concurrent_envs"] == 64
     assert resolve_max_concurrent_envs() == 64
 
 
@@ -205,7 +205,7 @@ def test_a_variable_that_is_not_a_positive_integer_is_refused_with_how_to_set_it
     monkeypatch.setenv("MAX_CONCURRENT_ENVS", variable)
 
     with pytest.raises(ValueError) as refused:
-        build_app(HARBOR)
+        build_app(WHARF)
 
     assert str(refused.value) == (
         f"MAX_CONCURRENT_ENVS must be a positive integer, got {variable!r}: set it to, say, 64, "
@@ -220,6 +220,6 @@ def test_an_argument_that_is_not_a_positive_integer_is_refused_saying_what_it_mu
     monkeypatch.delenv("MAX_CONCURRENT_ENVS", raising=False)
 
     with pytest.raises(ValueError) as refused:
-        build_app(HARBOR, max_concurrent_envs=argument)
+        build_app(WHARF, max_concurrent_envs=argument)
 
     assert str(refused.value) == f"max_concurrent_envs must be a positive integer, got {argument!r}"

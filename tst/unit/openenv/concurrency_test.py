@@ -9,9 +9,9 @@ from typing import Any
 from agent_env.openenv import AgentEnvAction, build_app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask
-from tst.support.harbor import BASH_TASK, HARBOR, SINGLE_TURN_TASK, play_reference, sandbox_folders
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
+from tst.support.wharf import BASH_TASK, SINGLE_TURN_TASK, WHARF, play_reference, sandbox_folders
 
 WAIT_S = 10.0
 
@@ -65,7 +65,7 @@ def test_a_sync_tool_that_blocks_holds_only_its_own_session_while_another_plays_
 def test_a_bash_command_that_runs_holds_only_its_own_session_while_another_plays_a_whole_episode(
     serve: Serve, connect: Connect, tmp_path: Path
 ) -> None:
-    url = serve(build_app(HARBOR, sandbox=LocalSandboxProvider(tmp_path))).url
+    url = serve(build_app(WHARF, sandbox=LocalSandboxProvider(tmp_path))).url
     waiting, playing = connect(url, message_timeout_s=WAIT_S), connect(url, message_timeout_s=WAIT_S)
     waiting.reset(split="train", index=BASH_TASK)
     [folder] = sandbox_folders(tmp_path)

@@ -1,6 +1,6 @@
 """Episodes over the WebSocket: the example bundle's tasks played to their score, and every bad request.
 
-A session plays the harbor's tasks from their reference plays and gets the score its verifiers give;
+A session plays the wharf's tasks from their reference plays and gets the score its verifiers give;
 a request the server cannot carry out is answered with an error code and what to do, and the session
 goes on: the next good call on it works.
 """
@@ -15,18 +15,18 @@ import pytest
 from agent_env.openenv import AgentEnvAction, build_app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, calls
-from tst.support.harbor import (
-    ACCESS_TASK,
-    BASH_TASK,
-    HARBOR,
-    SINGLE_TURN_TASK,
-    TWO_TURN_TASK,
-    play_reference,
-    sandbox_folders,
-)
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate, jam_crane
 from tst.support.waiting import until
+from tst.support.wharf import (
+    ACCESS_TASK,
+    BASH_TASK,
+    SINGLE_TURN_TASK,
+    TWO_TURN_TASK,
+    WHARF,
+    play_reference,
+    sandbox_folders,
+)
 
 CLIENT_TIMEOUT_S = 10.0
 WAIT_S = 10.0
@@ -41,16 +41,16 @@ def tool_names(tools: list[dict[str, Any]]) -> list[str]:
     return [tool["function"]["name"] for tool in tools]
 
 
-def harbor(serve: Serve, connect: Connect, sandboxes: Path) -> Any:
-    """A client of a fresh server of the harbor bundle whose sandbox folders go under `sandboxes`."""
-    server = serve(build_app(HARBOR, sandbox=LocalSandboxProvider(sandboxes)))
+def wharf(serve: Serve, connect: Connect, sandboxes: Path) -> Any:
+    """A client of a fresh server of the wharf bundle whose sandbox folders go under `sandboxes`."""
+    server = serve(build_app(WHARF, sandbox=LocalSandboxProvider(sandboxes)))
     return connect(server.url, message_timeout_s=CLIENT_TIMEOUT_S)
 
 
 def test_a_single_turn_task_played_from_its_reference_play_scores_one(
     serve: Serve, connect: Connect, tmp_path: Path
 ) -> None:
-    client = harbor(serve, connect, tmp_path)
+    client = wharf(serve, connect, tmp_path)
 
     started = client.reset(split="train", index=SINGLE_TURN_TASK, timeout_s=30)
     answers = play_reference(client, "store-crate-000")
@@ -76,7 +76,7 @@ def test_a_single_turn_task_played_from_its_reference_play_scores_one(
 def test_a_two_turn_task_hands_over_its_second_prompt_at_the_first_end_turn_and_scores_one(
     serve: Serve, connect: Connect, tmp_path: Path
 ) -> None:
-    client = harbor(serve, connect, tmp_path)
+    client = wharf(serve, connect, tmp_path)
 
     started = client.reset(split="train", index=TWO_TURN_TASK, timeout_s=30)
     stored, first_end, moved, scored = play_reference(client, "store-then-move-000")
@@ -102,7 +102,7 @@ def test_a_two_turn_task_hands_over_its_second_prompt_at_the_first_end_turn_and_
 def test_a_bash_task_is_played_through_bash_in_its_own_sandbox_scores_one_and_leaves_no_sandbox(
     serve: Serve, connect: Connect, tmp_path: Path
 ) -> None:
-    client = harbor(serve, connect, tmp_path)
+    client = wharf(serve, connect, tmp_path)
 
     started = client.reset(split="train", index=BASH_TASK, timeout_s=30)
     folders_while_playing = sandbox_folders(tmp_path)
@@ -133,7 +133,7 @@ def test_a_bash_task_is_played_through_bash_in_its_own_sandbox_scores_one_and_le
 def test_ending_every_turn_at_once_with_an_empty_reply_scores_zero(
     serve: Serve, connect: Connect, tmp_path: Path, index: int, turns: int
 ) -> None:
-    client = harbor(serve, connect, tmp_path)
+    client = wharf(serve, connect, tmp_path)
     client.reset(split="train", index=index, timeout_s=30)
 
     answers = [client.step(AgentEnvAction.end_turn("").wire()) for _ in range(turns)]
@@ -149,7 +149,7 @@ def test_ending_every_turn_at_once_with_an_empty_reply_scores_zero(
 def test_list_tools_answers_with_the_same_schemas_as_reset(
     serve: Serve, connect: Connect, tmp_path: Path, index: int
 ) -> None:
-    client = harbor(serve, connect, tmp_path)
+    client = wharf(serve, connect, tmp_path)
     started = client.reset(split="train", index=index)
 
     listed = client.step(AgentEnvAction.list_tools().wire())
@@ -162,7 +162,7 @@ def test_list_tools_answers_with_the_same_schemas_as_reset(
 def test_the_state_of_a_session_says_its_task_its_turn_and_its_phase(
     serve: Serve, connect: Connect, tmp_path: Path
 ) -> None:
-    client = harbor(serve, connect, tmp_path)
+    client = wharf(serve, connect, tmp_path)
     states = [client.state()]
     client.reset(split="train", index=TWO_TURN_TASK)
     states.append(client.state())
@@ -183,7 +183,7 @@ def test_the_state_of_a_session_says_its_task_its_turn_and_its_phase(
 def test_the_state_after_the_first_end_turn_of_a_two_turn_task_says_its_second_turn_is_open(
     serve: Serve, connect: Connect, tmp_path: Path
 ) -> None:
-    client = harbor(serve, connect, tmp_path)
+    client = wharf(serve, connect, tmp_path)
     client.reset(split="train", index=TWO_TURN_TASK)
     client.step(AgentEnvAction.end_turn("").wire())
 
@@ -195,7 +195,7 @@ def test_the_state_after_the_first_end_turn_of_a_two_turn_task_says_its_second_t
 def test_a_step_before_any_reset_is_refused_with_no_episode_and_the_session_then_plays(
     serve: Serve, connect: Connect, tmp_path: Path
 ) -> None:
-    client = harbor(serve, connect, tmp_path)
+    client = wharf(serve, connect, tmp_path)
 
     early = client.step(AgentEnvAction.call_tool("add_crate", {"crate": "C17", "bay": 5}).wire())
     started = client.reset(split="train", index=SINGLE_TURN_TASK)
@@ -246,7 +246,7 @@ def test_a_step_before_any_reset_is_refused_with_no_episode_and_the_session_then
 def test_a_bad_reset_is_refused_with_its_code_and_what_to_do_and_the_next_reset_plays(
     serve: Serve, connect: Connect, tmp_path: Path, arguments: dict[str, Any], code: str, told: str
 ) -> None:
-    client = harbor(serve, connect, tmp_path)
+    client = wharf(serve, connect, tmp_path)
 
     refused = client.reset(**arguments)
     started = client.reset(split="train", index=SINGLE_TURN_TASK)
@@ -263,7 +263,7 @@ def test_a_bad_reset_is_refused_with_its_code_and_what_to_do_and_the_next_reset_
 def test_a_bad_reset_during_an_episode_leaves_that_episode_open_and_playable(
     serve: Serve, connect: Connect, tmp_path: Path
 ) -> None:
-    client = harbor(serve, connect, tmp_path)
+    client = wharf(serve, connect, tmp_path)
     client.reset(split="train", index=SINGLE_TURN_TASK)
 
     refused = client.reset(split="train", index=99)
@@ -355,7 +355,7 @@ def test_a_bad_reset_during_an_episode_leaves_that_episode_open_and_playable(
 def test_a_bad_step_is_answered_with_its_code_and_what_to_do_and_the_turn_stays_open_to_score_one(
     serve: Serve, connect: Connect, tmp_path: Path, action: AgentEnvAction, code: str, call: str, told: str
 ) -> None:
-    client = harbor(serve, connect, tmp_path)
+    client = wharf(serve, connect, tmp_path)
     client.reset(split="train", index=SINGLE_TURN_TASK)
 
     refused = client.step(action.wire())
@@ -398,7 +398,7 @@ def test_a_tool_that_raises_is_a_tool_error_with_the_tools_own_message_and_the_t
 def test_remove_crate_belongs_to_the_harbormaster_and_a_deckhand_calls_it_only_where_its_task_enables_it(
     serve: Serve, connect: Connect, tmp_path: Path
 ) -> None:
-    client = harbor(serve, connect, tmp_path)
+    client = wharf(serve, connect, tmp_path)
     client.reset(split="train", index=SINGLE_TURN_TASK)
 
     refused = client.step(AgentEnvAction.call_tool("remove_crate", {"crate": "C29"}).wire())
@@ -415,7 +415,7 @@ def test_remove_crate_belongs_to_the_harbormaster_and_a_deckhand_calls_it_only_w
 def test_a_step_after_the_episode_was_scored_has_no_open_turn_and_the_session_plays_the_next_task(
     serve: Serve, connect: Connect, tmp_path: Path
 ) -> None:
-    client = harbor(serve, connect, tmp_path)
+    client = wharf(serve, connect, tmp_path)
     client.reset(split="train", index=SINGLE_TURN_TASK)
     play_reference(client, "store-crate-000")
 
@@ -449,7 +449,7 @@ def test_a_step_after_the_episode_was_scored_has_no_open_turn_and_the_session_pl
 def test_a_malformed_action_fails_openenvs_own_validation_and_the_session_goes_on(
     serve: Serve, connect: Connect, tmp_path: Path, malformed: dict[str, Any]
 ) -> None:
-    client = harbor(serve, connect, tmp_path)
+    client = wharf(serve, connect, tmp_path)
     client.reset(split="train", index=SINGLE_TURN_TASK)
 
     with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):

@@ -10,24 +10,24 @@ import httpx
 import pytest
 
 from agent_env.openenv import BackgroundServer, build_app
-from tst.support.harbor import HARBOR, SINGLE_TURN_TASK, TWO_TURN_TASK, play_reference, reference_play
 from tst.support.metrics import scrape
 from tst.support.serving import Connect, Serve
 from tst.support.waiting import until
+from tst.support.wharf import SINGLE_TURN_TASK, TWO_TURN_TASK, WHARF, play_reference, reference_play
 
 PLAYED = [(SINGLE_TURN_TASK, "store-crate-000"), (TWO_TURN_TASK, "store-then-move-000")] * 2
 EPISODE_LINE = re.compile(r"episode train/\d+ \S+ \[\S+\]: (scored|failed|abandoned)\S* .*after (\d+) calls?")
 
 
 def status(server: BackgroundServer) -> dict[str, Any]:
-    answer: dict[str, Any] = httpx.get(f"{server.url}/harbor/status", timeout=10).json()
+    answer: dict[str, Any] = httpx.get(f"{server.url}/wharf/status", timeout=10).json()
     return answer
 
 
 def test_a_scrape_during_a_run_agrees_with_the_status_and_with_the_episode_log(
     serve: Serve, connect: Connect, caplog: pytest.LogCaptureFixture
 ) -> None:
-    server = serve(build_app(HARBOR, max_concurrent_envs=4))
+    server = serve(build_app(WHARF, max_concurrent_envs=4))
     with caplog.at_level(logging.INFO, logger="agent_env.openenv"):
         player, holder = connect(server.url), connect(server.url)
         for index, task_id in PLAYED:
@@ -72,7 +72,7 @@ def test_a_scrape_during_a_run_agrees_with_the_status_and_with_the_episode_log(
 
 
 def test_two_servers_in_one_process_keep_figures_of_their_own(serve: Serve, connect: Connect) -> None:
-    busy, idle = serve(build_app(HARBOR)), serve(build_app(HARBOR))
+    busy, idle = serve(build_app(WHARF)), serve(build_app(WHARF))
     client = connect(busy.url)
     client.reset(split="train", index=SINGLE_TURN_TASK)
     play_reference(client, "store-crate-000")

@@ -15,7 +15,7 @@ import pytest
 
 import agent_env.openenv
 
-HARBOR = Path(__file__).parents[3] / "examples" / "harbor"
+WHARF = Path(__file__).parents[3] / "examples" / "wharf"
 INSTALL = "pip install 'agentenv-framework[openenv]'"
 WITHOUT_OPENENV = "import sys; sys.modules['openenv'] = None\n"
 IMPORT_THE_EXTRA = """
@@ -78,13 +78,13 @@ def test_importing_the_extra_with_openenv_core_in_place_of_openenv_says_to_swap_
 def test_without_openenv_the_core_still_imports_and_loads_a_bundle() -> None:
     load = (
         "import agent_env\n"
-        f"bundle = agent_env.load_bundle({str(HARBOR)!r})\n"
+        f"bundle = agent_env.load_bundle({str(WHARF)!r})\n"
         "print(bundle.name, *bundle.splits)\n"
     )
 
     printed = python(WITHOUT_OPENENV + load)
 
-    assert printed == "harbor eval train"
+    assert printed == "wharf eval train"
 
 
 def test_every_name_the_extra_exports_exists() -> None:

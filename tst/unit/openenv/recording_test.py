@@ -17,11 +17,11 @@ from agent_env.recording import Redaction
 from agent_env.testing import FakeTask, fake_served
 from agent_env.training.trl import AgentEnv
 from tst.support.bundles import TOML, make_bundle
-from tst.support.harbor import HARBOR, SINGLE_TURN_TASK
 from tst.support.metrics import scrape
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
 from tst.support.waiting import until
+from tst.support.wharf import SINGLE_TURN_TASK, WHARF
 
 TOKEN = "tok-9f3e1c"
 
@@ -81,7 +81,7 @@ def test_a_reset_s_client_label_must_be_a_short_string(tmp_path: Path) -> None:
 
 
 def test_agent_env_local_with_record_writes_the_example_bundle_s_episodes(tmp_path: Path) -> None:
-    with AgentEnv.local(HARBOR, record=tmp_path) as env:
+    with AgentEnv.local(WHARF, record=tmp_path) as env:
         row = dict(env.dataset[SINGLE_TURN_TASK])
         instance = env.factory[row.pop("environment")]()
         instance.reset(**row)

@@ -30,9 +30,9 @@ from agent_env.openenv import (
 from agent_env.openenv.context import ServerContext
 from agent_env.openenv.sessions import SessionServer
 from agent_env.testing import FakeTask, fake_served
-from tst.support.harbor import HARBOR
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
+from tst.support.wharf import WHARF
 
 CREATE_SESSION = {"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
@@ -74,7 +74,7 @@ def sessions(server: BackgroundServer, env_name: str = "tasks") -> dict[str, Any
 
 
 def test_the_app_serves_exactly_the_routes_served_routes_lists(serve: Serve) -> None:
-    server = serve(build_app(HARBOR))
+    server = serve(build_app(WHARF))
 
     served = keys(server.server.config.app.routes)
 
@@ -170,14 +170,14 @@ def test_with_mcp_refused_the_one_session_the_server_holds_is_a_trainers_and_it_
 
 
 def test_the_openapi_schema_lists_no_mcp_route_and_is_titled_with_the_bundle(serve: Serve) -> None:
-    server = serve(build_app(HARBOR))
+    server = serve(build_app(WHARF))
 
     schema = httpx.get(f"{server.url}/openapi.json", timeout=10).json()
 
     assert "/mcp" not in schema["paths"]
     assert {"/health", "/{env_name}/splits", "/{env_name}/status"} <= set(schema["paths"])
-    assert schema["info"]["title"] == "harbor"
-    assert schema["info"]["description"].startswith(agent_env.load_bundle(HARBOR).config.description)
+    assert schema["info"]["title"] == "wharf"
+    assert schema["info"]["description"].startswith(agent_env.load_bundle(WHARF).config.description)
     assert schema["info"]["version"] == agent_env.__version__
 
 
@@ -187,7 +187,7 @@ def test_openenvs_web_interface_and_mode_variables_change_nothing_the_server_ser
 ) -> None:
     monkeypatch.setenv(variable, "true" if variable == "ENABLE_WEB_INTERFACE" else "simulation")
 
-    server = serve(build_app(HARBOR))
+    server = serve(build_app(WHARF))
 
     assert keys(server.server.config.app.routes) == set(SERVED_ROUTES)
     assert httpx.get(f"{server.url}/web", timeout=10).status_code == 404

@@ -1,7 +1,7 @@
 """The Task API: what a trainer learns about the served tasks over HTTP, without deploying anything.
 
-The harbor bundle is served as `build_app` serves any bundle; hand-built fake tasks cover what the
-harbor has no example of (no system prompt, an empty split, bash with a role and access changes).
+The wharf bundle is served as `build_app` serves any bundle; hand-built fake tasks cover what the
+wharf has no example of (no system prompt, an empty split, bash with a role and access changes).
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from agent_env.openenv import BackgroundServer, build_app, build_served_app
 from agent_env.sandbox.base import KILL_MARGIN_S
 from agent_env.testing import FakeTask, fake_served
 from tst.support.bundles import SHELF, a_task, make_bundle
-from tst.support.harbor import HARBOR
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate, list_crates
+from tst.support.wharf import WHARF
 
-TRAIN = [json.loads(line) for line in (HARBOR / "tasks" / "train.jsonl").read_text().splitlines()]
-EVAL = [json.loads(line) for line in (HARBOR / "tasks" / "eval.jsonl").read_text().splitlines()]
-HARBOR_SPLITS = f"eval ({len(EVAL)} tasks), train ({len(TRAIN)} tasks)"
+TRAIN = [json.loads(line) for line in (WHARF / "tasks" / "train.jsonl").read_text().splitlines()]
+EVAL = [json.loads(line) for line in (WHARF / "tasks" / "eval.jsonl").read_text().splitlines()]
+WHARF_SPLITS = f"eval ({len(EVAL)} tasks), train ({len(TRAIN)} tasks)"
 DECKHAND = (
     "You are a deckhand on the harbor's dock. Use your tools to do what you are asked, then answer briefly."
 )
@@ -39,8 +39,8 @@ def post(server: BackgroundServer, path: str, body: dict[str, Any]) -> httpx.Res
     return httpx.post(server.url + path, json=body, timeout=10)
 
 
-def harbor_task(server: BackgroundServer, split: str, index: int) -> dict[str, Any]:
-    answer = post(server, "/harbor/task", {"split": split, "index": index})
+def wharf_task(server: BackgroundServer, split: str, index: int) -> dict[str, Any]:
+    answer = post(server, "/wharf/task", {"split": split, "index": index})
     assert answer.status_code == 200, answer.text
     task: dict[str, Any] = answer.json()["task"]
     return task
@@ -66,30 +66,28 @@ def rich_task() -> FakeTask:
     )
 
 
-# The harbor bundle
+# The wharf bundle
 
 
-def test_the_harbor_is_listed_by_its_bundle_name_with_its_train_and_eval_splits(serve: Serve) -> None:
-    server = serve(build_app(HARBOR))
+def test_the_wharf_is_listed_by_its_bundle_name_with_its_train_and_eval_splits(serve: Serve) -> None:
+    server = serve(build_app(WHARF))
 
     environments = get(server, "/list_environments")
-    splits = get(server, "/harbor/splits")
+    splits = get(server, "/wharf/splits")
 
-    assert environments.status_code == 200 and environments.json() == ["harbor"]
+    assert environments.status_code == 200 and environments.json() == ["wharf"]
     assert splits.status_code == 200
     assert splits.json() == [{"name": "eval", "type": "validation"}, {"name": "train", "type": "train"}]
 
 
-def test_the_harbor_counts_and_lists_every_task_of_a_split_in_its_file_order(serve: Serve) -> None:
-    server = serve(build_app(HARBOR))
+def test_the_wharf_counts_and_lists_every_task_of_a_split_in_its_file_order(serve: Serve) -> None:
+    server = serve(build_app(WHARF))
 
-    counts = {
-        split: post(server, "/harbor/num_tasks", {"split": split}).json() for split in ("train", "eval")
-    }
-    listed = post(server, "/harbor/tasks", {"split": "train"}).json()
+    counts = {split: post(server, "/wharf/num_tasks", {"split": split}).json() for split in ("train", "eval")}
+    listed = post(server, "/wharf/tasks", {"split": "train"}).json()
 
     assert counts == {"train": {"num_tasks": len(TRAIN)}, "eval": {"num_tasks": len(EVAL)}}
-    assert listed["env_name"] == "harbor"
+    assert listed["env_name"] == "wharf"
     assert [task["id"] for task in listed["tasks"]] == [entry["id"] for entry in TRAIN]
     assert [(task["split"], task["index"]) for task in listed["tasks"]] == [
         ("train", i) for i in range(len(TRAIN))
@@ -106,24 +104,24 @@ def without_tools(spec: dict[str, Any]) -> dict[str, Any]:
 def test_each_task_spec_carries_its_toolset_s_tool_schemas_exactly_as_its_episode_lists_them(
     serve: Serve, connect: Connect
 ) -> None:
-    server = serve(build_app(HARBOR))
+    server = serve(build_app(WHARF))
     client = connect(server.url)
 
     for index in (0, 4, 5, 10):
         listed = client.reset(split="train", index=index).observation["tools"]
 
-        assert harbor_task(server, "train", index)["toolset"]["tools"] == listed
+        assert wharf_task(server, "train", index)["toolset"]["tools"] == listed
 
 
 def test_bash_lists_its_deadline_as_the_bundle_s_command_timeout_plus_the_kill_margin_in_spec_and_reset(
     serve: Serve, connect: Connect
 ) -> None:
-    server = serve(build_app(HARBOR))
-    command_timeout_s = agent_env.load_bundle(HARBOR).config.sandbox.command_timeout_s
+    server = serve(build_app(WHARF))
+    command_timeout_s = agent_env.load_bundle(WHARF).config.sandbox.command_timeout_s
     index = next(i for i, entry in enumerate(TRAIN) if entry["agent"] == "clerk")
     client = connect(server.url)
 
-    spec = harbor_task(server, "train", index)["toolset"]
+    spec = wharf_task(server, "train", index)["toolset"]
     reset = client.reset(split="train", index=index).observation
 
     assert spec["bash"] is True
@@ -132,13 +130,13 @@ def test_bash_lists_its_deadline_as_the_bundle_s_command_timeout_plus_the_kill_m
     assert reset["tools"] == spec["tools"] and spec["tools"][-1] == agent_env.BASH_TOOL
 
 
-def test_a_harbor_task_spec_has_the_agents_system_prompt_then_the_first_turn_and_counts_the_turns(
+def test_a_wharf_task_spec_has_the_agents_system_prompt_then_the_first_turn_and_counts_the_turns(
     serve: Serve,
 ) -> None:
-    server = serve(build_app(HARBOR))
+    server = serve(build_app(WHARF))
 
-    one_turn = without_tools(harbor_task(server, "train", 0))
-    two_turns = without_tools(harbor_task(server, "train", 2))
+    one_turn = without_tools(wharf_task(server, "train", 0))
+    two_turns = without_tools(wharf_task(server, "train", 2))
 
     assert one_turn == {
         "id": "store-crate-000",
@@ -162,11 +160,11 @@ def test_a_harbor_task_spec_has_the_agents_system_prompt_then_the_first_turn_and
     ]
 
 
-def test_harbor_toolsets_are_named_for_their_envs_bash_role_and_access_changes(serve: Serve) -> None:
-    server = serve(build_app(HARBOR))
+def test_wharf_toolsets_are_named_for_their_envs_bash_role_and_access_changes(serve: Serve) -> None:
+    server = serve(build_app(WHARF))
 
     toolsets = {
-        index: without_tools(harbor_task(server, "train", index))["toolset"] for index in (0, 4, 5, 9, 10)
+        index: without_tools(wharf_task(server, "train", index))["toolset"] for index in (0, 4, 5, 9, 10)
     }
 
     assert toolsets[0] == {"name": "dock", "envs": ["dock"], "role": "default", "access": [], "bash": False}
@@ -194,16 +192,16 @@ def test_harbor_toolsets_are_named_for_their_envs_bash_role_and_access_changes(s
     }
 
 
-def test_the_solutions_route_lists_each_harbor_task_s_reference_play_by_index_as_its_solutions_file_has_it(
+def test_the_solutions_route_lists_each_wharf_task_s_reference_play_by_index_as_its_solutions_file_has_it(
     serve: Serve,
 ) -> None:
-    server = serve(build_app(HARBOR))
-    written = [json.loads(line) for line in (HARBOR / "solutions" / "eval.jsonl").read_text().splitlines()]
+    server = serve(build_app(WHARF))
+    written = [json.loads(line) for line in (WHARF / "solutions" / "eval.jsonl").read_text().splitlines()]
 
-    answer = post(server, "/harbor/solutions", {"split": "eval"})
+    answer = post(server, "/wharf/solutions", {"split": "eval"})
 
     assert answer.status_code == 200, answer.text
-    assert answer.json()["env_name"] == "harbor"
+    assert answer.json()["env_name"] == "wharf"
     listed = answer.json()["solutions"]
     assert [solution["index"] for solution in listed] == [EVAL.index(task) for task in EVAL]
     assert [solution["script"] for solution in listed] == [
@@ -238,11 +236,11 @@ def test_the_solutions_route_leaves_out_the_tasks_without_one_and_keeps_the_othe
 
 
 def test_a_task_range_slices_a_split_as_python_slices_a_list(serve: Serve) -> None:
-    server = serve(build_app(HARBOR))
+    server = serve(build_app(WHARF))
     ids = [entry["id"] for entry in TRAIN]
 
     def sliced(**bounds: int | None) -> list[str]:
-        answer = post(server, "/harbor/task_range", {"split": "train", **bounds})
+        answer = post(server, "/wharf/task_range", {"split": "train", **bounds})
         assert answer.status_code == 200, answer.text
         return [task["id"] for task in answer.json()["tasks"]]
 
@@ -258,42 +256,42 @@ def test_a_task_range_slices_a_split_as_python_slices_a_list(serve: Serve) -> No
 
 
 def test_every_task_a_range_returns_is_the_task_the_task_route_returns_at_its_index(serve: Serve) -> None:
-    server = serve(build_app(HARBOR))
+    server = serve(build_app(WHARF))
 
-    ranged = post(server, "/harbor/task_range", {"split": "eval", "start": 0, "stop": len(EVAL)}).json()[
+    ranged = post(server, "/wharf/task_range", {"split": "eval", "start": 0, "stop": len(EVAL)}).json()[
         "tasks"
     ]
 
-    assert ranged == [harbor_task(server, "eval", index) for index in range(len(EVAL))]
-    assert ranged == post(server, "/harbor/tasks", {"split": "eval"}).json()["tasks"]
+    assert ranged == [wharf_task(server, "eval", index) for index in range(len(EVAL))]
+    assert ranged == post(server, "/wharf/tasks", {"split": "eval"}).json()["tasks"]
 
 
 def test_an_unknown_split_is_a_404_that_lists_the_served_splits_on_every_route(serve: Serve) -> None:
-    server = serve(build_app(HARBOR))
+    server = serve(build_app(WHARF))
     routes = {
-        "/harbor/tasks": {"split": "validation"},
-        "/harbor/num_tasks": {"split": "validation"},
-        "/harbor/task": {"split": "validation", "index": 0},
-        "/harbor/task_range": {"split": "validation", "start": 0, "stop": 2},
-        "/harbor/solutions": {"split": "validation"},
+        "/wharf/tasks": {"split": "validation"},
+        "/wharf/num_tasks": {"split": "validation"},
+        "/wharf/task": {"split": "validation", "index": 0},
+        "/wharf/task_range": {"split": "validation", "start": 0, "stop": 2},
+        "/wharf/solutions": {"split": "validation"},
     }
 
     answers = {route: post(server, route, body) for route, body in routes.items()}
 
     assert {route: answer.status_code for route, answer in answers.items()} == dict.fromkeys(routes, 404)
     assert {route: answer.json()["detail"] for route, answer in answers.items()} == dict.fromkeys(
-        routes, f"unknown split 'validation' (splits: {HARBOR_SPLITS})"
+        routes, f"unknown split 'validation' (splits: {WHARF_SPLITS})"
     )
 
 
 def test_an_index_past_either_end_of_a_split_is_a_400_that_names_the_index_and_the_range(
     serve: Serve,
 ) -> None:
-    server = serve(build_app(HARBOR))
+    server = serve(build_app(WHARF))
 
-    past_end = post(server, "/harbor/task", {"split": "eval", "index": len(EVAL)})
-    negative = post(server, "/harbor/task", {"split": "eval", "index": -1})
-    last = post(server, "/harbor/task", {"split": "eval", "index": len(EVAL) - 1})
+    past_end = post(server, "/wharf/task", {"split": "eval", "index": len(EVAL)})
+    negative = post(server, "/wharf/task", {"split": "eval", "index": -1})
+    last = post(server, "/wharf/task", {"split": "eval", "index": len(EVAL) - 1})
 
     assert past_end.status_code == 400
     assert past_end.json()["detail"] == (
@@ -307,58 +305,58 @@ def test_an_index_past_either_end_of_a_split_is_a_400_that_names_the_index_and_t
 
 
 def test_an_index_that_is_not_a_number_is_refused_before_any_task_is_looked_up(serve: Serve) -> None:
-    server = serve(build_app(HARBOR))
+    server = serve(build_app(WHARF))
 
-    answer = post(server, "/harbor/task", {"split": "eval", "index": "first"})
+    answer = post(server, "/wharf/task", {"split": "eval", "index": "first"})
 
     assert answer.status_code == 422
     assert answer.json()["detail"][0]["loc"] == ["body", "index"]
 
 
 def test_a_route_under_another_environments_name_is_a_404_naming_that_environment(serve: Serve) -> None:
-    server = serve(build_app(HARBOR))
+    server = serve(build_app(WHARF))
 
     splits = get(server, "/galley/splits")
     tasks = post(server, "/galley/tasks", {"split": "train"})
     status = get(server, "/galley/status")
-    any_case = get(server, "/HARBOR/status")
+    any_case = get(server, "/WHARF/status")
 
     assert splits.status_code == 404 and splits.json()["detail"] == "unknown environment 'galley'"
     assert tasks.status_code == 404 and tasks.json()["detail"] == "unknown environment 'galley'"
     assert status.status_code == 404 and status.json()["detail"] == "unknown environment 'galley'"
-    assert any_case.status_code == 200 and any_case.json()["env_name"] == "harbor"
+    assert any_case.status_code == 200 and any_case.json()["env_name"] == "wharf"
 
 
 def test_a_given_env_name_replaces_the_bundle_name_made_safe_for_a_url_path(serve: Serve) -> None:
-    server = serve(build_app(HARBOR, env_name="harbor v2!"))
+    server = serve(build_app(WHARF, env_name="wharf v2!"))
 
     environments = get(server, "/list_environments").json()
-    counted = post(server, "/harbor-v2/num_tasks", {"split": "eval"})
-    status = get(server, "/harbor-v2/status")
-    old_name = get(server, "/harbor/splits")
+    counted = post(server, "/wharf-v2/num_tasks", {"split": "eval"})
+    status = get(server, "/wharf-v2/status")
+    old_name = get(server, "/wharf/splits")
 
-    assert environments == ["harbor-v2"]
+    assert environments == ["wharf-v2"]
     assert counted.status_code == 200 and counted.json() == {"num_tasks": len(EVAL)}
-    assert status.status_code == 200 and status.json()["env_name"] == "harbor-v2"
+    assert status.status_code == 200 and status.json()["env_name"] == "wharf-v2"
     assert old_name.status_code == 404
 
 
 def test_the_metadata_route_names_the_bundle_with_its_description_and_the_agent_env_version(
     serve: Serve,
 ) -> None:
-    server = serve(build_app(HARBOR))
+    server = serve(build_app(WHARF))
 
     metadata = get(server, "/metadata").json()
 
-    assert metadata["name"] == "harbor"
-    assert metadata["description"] == agent_env.load_bundle(HARBOR).config.description
+    assert metadata["name"] == "wharf"
+    assert metadata["description"] == agent_env.load_bundle(WHARF).config.description
     assert metadata["version"] == agent_env.__version__
 
 
 def test_the_status_route_reports_an_idle_server_and_its_capacity(serve: Serve) -> None:
-    server = serve(build_app(HARBOR, max_concurrent_envs=5))
+    server = serve(build_app(WHARF, max_concurrent_envs=5))
 
-    status = get(server, "/harbor/status")
+    status = get(server, "/wharf/status")
 
     answered = status.json()
     fingerprint = answered.pop("tasks_fingerprint")  # its value: the fingerprint's own test
@@ -366,7 +364,7 @@ def test_the_status_route_reports_an_idle_server_and_its_capacity(serve: Serve) 
     assert status.status_code == 200
     assert fingerprint.startswith("sha256:")
     assert answered == {
-        "env_name": "harbor",
+        "env_name": "wharf",
         "connections": 0,
         "live_episodes": 0,
         "live_sandboxes": 0,
@@ -379,7 +377,7 @@ def test_the_status_route_reports_an_idle_server_and_its_capacity(serve: Serve) 
 
 
 def test_the_schema_route_publishes_the_action_observation_and_state_a_client_speaks(serve: Serve) -> None:
-    server = serve(build_app(HARBOR))
+    server = serve(build_app(WHARF))
 
     schema = get(server, "/schema").json()
 
@@ -402,19 +400,19 @@ def test_the_schema_route_publishes_the_action_observation_and_state_a_client_sp
     assert schema["state"]["properties"]["phase"]["enum"] == phases
 
 
-def test_the_harbors_task_api_deploys_no_episode(serve: Serve) -> None:
-    server = serve(build_app(HARBOR))
+def test_the_wharfs_task_api_deploys_no_episode(serve: Serve) -> None:
+    server = serve(build_app(WHARF))
 
-    answers = [get(server, "/harbor/splits")]
+    answers = [get(server, "/wharf/splits")]
     for split in ("train", "eval"):
         answers += [
-            post(server, "/harbor/tasks", {"split": split}),
-            post(server, "/harbor/num_tasks", {"split": split}),
-            post(server, "/harbor/task", {"split": split, "index": 0}),
-            post(server, "/harbor/task_range", {"split": split}),
-            post(server, "/harbor/solutions", {"split": split}),
+            post(server, "/wharf/tasks", {"split": split}),
+            post(server, "/wharf/num_tasks", {"split": split}),
+            post(server, "/wharf/task", {"split": split, "index": 0}),
+            post(server, "/wharf/task_range", {"split": split}),
+            post(server, "/wharf/solutions", {"split": split}),
         ]
-    status = get(server, "/harbor/status").json()
+    status = get(server, "/wharf/status").json()
 
     assert [answer.status_code for answer in answers] == [200] * 11
     assert (status["live_episodes"], status["tearing_down"], status["connections"]) == (0, 0, 0)
@@ -561,23 +559,23 @@ def test_the_task_api_deploys_no_episode_of_any_hand_built_task(serve: Serve) ->
 
 
 def test_the_status_carries_a_fingerprint_of_every_task_spec_the_task_api_lists(serve: Serve) -> None:
-    harbor = serve(build_app(HARBOR))
-    renamed = serve(build_app(HARBOR, env_name="harbor-v2"))
+    wharf = serve(build_app(WHARF))
+    renamed = serve(build_app(WHARF, env_name="wharf-v2"))
     other = serve(build_served_app(fake_served({"train": [plain_task()]})))
 
     listed = {
         split["name"]: [
             TaskSpec.model_validate(t)
-            for t in post(harbor, "/harbor/tasks", {"split": split["name"]}).json()["tasks"]
+            for t in post(wharf, "/wharf/tasks", {"split": split["name"]}).json()["tasks"]
         ]
-        for split in get(harbor, "/harbor/splits").json()
+        for split in get(wharf, "/wharf/splits").json()
     }
-    fingerprint = get(harbor, "/harbor/status").json()["tasks_fingerprint"]
+    fingerprint = get(wharf, "/wharf/status").json()["tasks_fingerprint"]
 
     assert fingerprint == agent_env.tasks_fingerprint(
-        listed, content=agent_env.load_bundle(HARBOR).content_digest
+        listed, content=agent_env.load_bundle(WHARF).content_digest
     )
-    assert get(renamed, "/harbor-v2/status").json()["tasks_fingerprint"] == fingerprint
+    assert get(renamed, "/wharf-v2/status").json()["tasks_fingerprint"] == fingerprint
     assert get(other, "/tasks/status").json()["tasks_fingerprint"] != fingerprint
 
 

@@ -26,10 +26,10 @@ from agent_env.openenv import AgentEnvAction, AgentEnvEnvironment, build_app, bu
 from agent_env.openenv.session import EpisodeSession
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, Gate, fake_served
-from tst.support.harbor import BASH_TASK, HARBOR, SLEEPER, sandbox_folders, sleeper_pids
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
 from tst.support.waiting import alive, until
+from tst.support.wharf import BASH_TASK, SLEEPER, WHARF, sandbox_folders, sleeper_pids
 
 WAIT_S = 10.0
 STILL_HELD_S = 0.3
@@ -152,7 +152,7 @@ def test_openenv_s_only_app_events_are_its_idle_session_reaper_which_this_server
 def test_a_client_that_disconnects_mid_call_has_its_episode_torn_down_with_nothing_left_running(
     serve: Serve, tmp_path: Path
 ) -> None:
-    server = serve(build_app(HARBOR, sandbox=LocalSandboxProvider(tmp_path)))
+    server = serve(build_app(WHARF, sandbox=LocalSandboxProvider(tmp_path)))
     with connect_ws(ws_url(server.url)) as ws:
         ws.send(json.dumps({"type": "reset", "data": {"split": "train", "index": BASH_TASK}}))
         assert json.loads(ws.recv(WAIT_S))["data"]["observation"]["error"] is None
@@ -165,13 +165,13 @@ def test_a_client_that_disconnects_mid_call_has_its_episode_torn_down_with_nothi
 
     assert until(lambda: sandbox_folders(tmp_path) == [], WAIT_S)
     assert until(lambda: not alive(pid), WAIT_S)
-    assert until(lambda: status(server.url, "harbor")["live_episodes"] == 0, WAIT_S)
+    assert until(lambda: status(server.url, "wharf")["live_episodes"] == 0, WAIT_S)
 
 
 def test_a_client_that_disconnects_between_calls_has_its_episode_and_sandbox_torn_down(
     serve: Serve, connect: Connect, tmp_path: Path
 ) -> None:
-    server = serve(build_app(HARBOR, sandbox=LocalSandboxProvider(tmp_path)))
+    server = serve(build_app(WHARF, sandbox=LocalSandboxProvider(tmp_path)))
     client = connect(server.url, message_timeout_s=WAIT_S)
     client.reset(split="train", index=BASH_TASK)
     client.step(AgentEnvAction.call_tool("bash", {"command": "echo started > note"}).wire())
@@ -180,7 +180,7 @@ def test_a_client_that_disconnects_between_calls_has_its_episode_and_sandbox_tor
     client.close()
 
     assert until(lambda: sandbox_folders(tmp_path) == [], WAIT_S)
-    assert until(lambda: status(server.url, "harbor")["live_episodes"] == 0, WAIT_S)
+    assert until(lambda: status(server.url, "wharf")["live_episodes"] == 0, WAIT_S)
 
 
 KILLED_CLIENT = """
@@ -201,7 +201,7 @@ def test_a_client_process_killed_mid_call_has_its_episode_torn_down_with_nothing
 ) -> None:
     sandboxes = tmp_path / "sandboxes"
     sandboxes.mkdir()
-    server = serve(build_app(HARBOR, sandbox=LocalSandboxProvider(sandboxes)))
+    server = serve(build_app(WHARF, sandbox=LocalSandboxProvider(sandboxes)))
     trainer = subprocess.Popen(
         [sys.executable, "-c", KILLED_CLIENT, ws_url(server.url), str(BASH_TASK), SLEEPER],
         stdout=subprocess.PIPE,
@@ -217,7 +217,7 @@ def test_a_client_process_killed_mid_call_has_its_episode_torn_down_with_nothing
 
         assert until(lambda: sandbox_folders(sandboxes) == [], WAIT_S)
         assert until(lambda: not alive(pid), WAIT_S)
-        assert until(lambda: status(server.url, "harbor")["live_episodes"] == 0, WAIT_S)
+        assert until(lambda: status(server.url, "wharf")["live_episodes"] == 0, WAIT_S)
     finally:
         if trainer.poll() is None:
             trainer.kill()
@@ -227,7 +227,7 @@ def test_a_client_process_killed_mid_call_has_its_episode_torn_down_with_nothing
 def test_an_episode_that_scored_is_torn_down_at_once_without_waiting_for_the_next_reset(
     serve: Serve, connect: Connect, tmp_path: Path
 ) -> None:
-    server = serve(build_app(HARBOR, sandbox=LocalSandboxProvider(tmp_path)))
+    server = serve(build_app(WHARF, sandbox=LocalSandboxProvider(tmp_path)))
     client = connect(server.url, message_timeout_s=WAIT_S)
     client.reset(split="train", index=BASH_TASK)
     assert len(sandbox_folders(tmp_path)) == 1

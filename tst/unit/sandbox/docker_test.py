@@ -14,7 +14,7 @@ from agent_env.errors import BundleError, SandboxUnavailableError
 from agent_env.sandbox import ImageBuildError, SandboxConfig, build_sandbox_image, registry, sandbox_provider
 from agent_env.sandbox import docker_image as image_module
 from tst.support.bundles import TOML, make_bundle
-from tst.support.harbor import HARBOR
+from tst.support.wharf import WHARF
 
 NO_ENGINE = "unix:///nonexistent/docker.sock"
 SCRIPT = Path(sys.executable).parent / "agent-env"
@@ -46,12 +46,12 @@ def test_a_server_of_a_bundle_with_the_docker_sandbox_fails_when_it_is_built_not
     from agent_env.openenv import build_app
 
     with pytest.raises(SandboxUnavailableError, match="needs a Docker engine"):
-        build_app(HARBOR, sandbox="docker")
+        build_app(WHARF, sandbox="docker")
 
 
 def test_agent_env_serve_with_the_docker_sandbox_and_no_engine_exits_2_before_listening() -> None:
     done = subprocess.run(
-        [str(SCRIPT), "serve", str(HARBOR), "--port", "0", "--sandbox", "docker"],
+        [str(SCRIPT), "serve", str(WHARF), "--port", "0", "--sandbox", "docker"],
         capture_output=True,
         text=True,
         timeout=STARTUP_S,

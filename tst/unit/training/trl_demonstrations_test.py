@@ -21,10 +21,10 @@ from agent_env.training.trl import (
     DemonstrationWarning,
     UnknownSplitError,
 )
-from tst.support.harbor import HARBOR
 from tst.support.serving import Serve
 from tst.support.tools import add_crate, jam_crane
 from tst.support.waiting import until
+from tst.support.wharf import WHARF
 from tst.unit.training._trl import Open, dock_task
 
 
@@ -62,10 +62,10 @@ def answer(name: str, content: str) -> dict[str, Any]:
     return {"role": "tool", "name": name, "content": content}
 
 
-def test_the_harbors_demonstrations_are_a_row_per_task_with_its_reference_play_and_the_servers_results() -> (
+def test_the_wharfs_demonstrations_are_a_row_per_task_with_its_reference_play_and_the_servers_results() -> (
     None
 ):
-    with AgentEnv.local(HARBOR) as env:
+    with AgentEnv.local(WHARF) as env:
         demonstrations = env.demonstrations("train")
         prompts = env.dataset["prompt"]
 

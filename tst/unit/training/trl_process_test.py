@@ -19,9 +19,9 @@ import pytest
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask
 from agent_env.training.trl import AgentEnv
-from tst.support.harbor import BASH_TASK, HARBOR, sandbox_folders
 from tst.support.serving import Serve
 from tst.support.waiting import until
+from tst.support.wharf import BASH_TASK, WHARF, sandbox_folders
 from tst.unit.training._spawned import play_one_rollout
 from tst.unit.training._trl import Open, dock_task
 
@@ -126,7 +126,7 @@ def test_a_trainer_that_exits_or_is_killed_mid_episode_leaves_no_episode_running
 def test_local_serves_the_bundle_in_process_and_close_tears_down_its_episodes_and_stops_it(
     tmp_path: Path,
 ) -> None:
-    env = AgentEnv.local(HARBOR, sandbox=LocalSandboxProvider(tmp_path))
+    env = AgentEnv.local(WHARF, sandbox=LocalSandboxProvider(tmp_path))
     try:
         row = env.dataset[BASH_TASK]
         assert row["environment"] == "dock+bash"
@@ -145,7 +145,7 @@ def test_local_serves_the_bundle_in_process_and_close_tears_down_its_episodes_an
 def test_a_trainer_using_local_that_exits_without_closing_tears_its_episodes_down(
     trainer: Any, tmp_path: Path
 ) -> None:
-    process = trainer("--local", str(HARBOR), str(tmp_path), "exit")
+    process = trainer("--local", str(WHARF), str(tmp_path), "exit")
     assert process.wait(CHILD_S) == 0
 
     assert sandbox_folders(tmp_path) == []

@@ -19,7 +19,7 @@ from agent_env.training.trl import FleetSettings, ToolsetSettings, UnsupportedTo
 from agent_env.training.trl.classes import environment_class
 from agent_env.training.trl.rollout import Deadlines
 from agent_env.training.trl.signatures import tool_signature
-from tst.support.harbor import HARBOR
+from tst.support.wharf import WHARF
 
 _CONSTRAINTS = {"minimum", "maximum", "minItems", "maxItems", "minLength", "maxLength", "pattern"}
 
@@ -133,7 +133,7 @@ def test_get_json_schema_renders_each_type_a_tool_can_take_as_the_tool_the_serve
 
 @pytest.mark.needs("trl_installed")
 def test_get_json_schema_renders_every_tool_of_the_example_bundle_as_the_server_lists_it() -> None:
-    bundle = load_bundle(HARBOR)
+    bundle = load_bundle(WHARF)
     toolsets = {task.toolset.name: task.toolset.tools for tasks in bundle.splits.values() for task in tasks}
 
     for name, tools in toolsets.items():

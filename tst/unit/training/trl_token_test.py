@@ -13,9 +13,9 @@ from agent_env.testing import FakeTask, calls, fake_served
 from agent_env.training.trl import TASK_OVER, AgentEnv, ServerUnavailableError
 from agent_env.training.trl.session import SessionClient
 from agent_env.verifiers import VerifierContext
-from tst.support.harbor import HARBOR
 from tst.support.serving import Serve
 from tst.support.tools import add_crate
+from tst.support.wharf import WHARF
 from tst.unit.training._trl import Open, trl_tools
 
 TOKEN = "train-me-0123"
@@ -91,6 +91,6 @@ def test_a_session_refused_for_its_token_says_the_server_wants_one(serve: Serve)
 
 
 def test_agentenv_local_with_a_token_serves_a_bundle_that_requires_it_and_uses_it() -> None:
-    with AgentEnv.local(HARBOR, token=TOKEN) as env:
-        assert len(env.dataset) == len(load_bundle(HARBOR).tasks("train"))
+    with AgentEnv.local(WHARF, token=TOKEN) as env:
+        assert len(env.dataset) == len(load_bundle(WHARF).tasks("train"))
         assert httpx.get(f"{env.url}/health", timeout=10).status_code == 401

@@ -17,7 +17,7 @@ from agent_env.task import Task
 from agent_env.toolset import Toolset
 from tst.support.waiting import running
 
-HARBOR = Path(__file__).resolve().parents[2] / "examples" / "harbor"
+WHARF = Path(__file__).resolve().parents[2] / "examples" / "wharf"
 SINGLE_TURN_TASK = 0  # store-crate-000: a deckhand stores C17 in bay 5
 TWO_TURN_TASK = 2  # store-then-move-000: store C16 in bay 2, then move it to bay 6
 ACCESS_TASK = 4  # ship-crate-000: a deckhand task that enables remove_crate for its role
@@ -32,7 +32,7 @@ command line."""
 
 @functools.cache
 def _bundle() -> Bundle:
-    return load_bundle(HARBOR)
+    return load_bundle(WHARF)
 
 
 def example(task_id: str) -> Task:
@@ -50,7 +50,7 @@ def with_envs(task: Task, *extra: EnvSpec) -> Task:
 @functools.cache
 def reference_play(task_id: str) -> Script:
     """The task's reference play, from the bundle's solutions/train.jsonl."""
-    return load_solutions(load_bundle(HARBOR), "train")[task_id]
+    return load_solutions(load_bundle(WHARF), "train")[task_id]
 
 
 def play_reference(client: Any, task_id: str) -> list[Any]:

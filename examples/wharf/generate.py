@@ -1,6 +1,6 @@
-"""Writes the harbor's tasks and their reference plays, the same every time.
+"""Writes the wharf's tasks and their reference plays, the same every time.
 
-    python examples/harbor/generate.py [OUT_FOLDER]
+    python examples/wharf/generate.py [OUT_FOLDER]
 
 Every task comes from a seeded random generator, so the committed files can be checked by running
 this again (the unit tests do). Each kind of task has a reference play that scores 1.0; doing

@@ -1,4 +1,4 @@
-"""The harbor example: its committed tasks are what its generator writes, and cover every kind of task."""
+"""The wharf example: its committed tasks are what its generator writes, and cover every kind of task."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ import agent_env
 from agent_env import Task
 from agent_env.verifiers import BashCheck, FunctionCheck, ItemsCheck
 
-HARBOR = Path(__file__).resolve().parents[3] / "examples" / "harbor"
-BUNDLE = agent_env.load_bundle(HARBOR)
+WHARF = Path(__file__).resolve().parents[3] / "examples" / "wharf"
+BUNDLE = agent_env.load_bundle(WHARF)
 
 
 def generated(folder: Path) -> None:
     """Run the example's generate.py, writing its tasks and solutions into `folder`."""
-    spec = importlib.util.spec_from_file_location("harbor_generate", HARBOR / "generate.py")
+    spec = importlib.util.spec_from_file_location("wharf_generate", WHARF / "generate.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -37,7 +37,7 @@ def contents(folder: Path) -> dict[str, bytes]:
 def test_the_committed_files_are_exactly_what_generate_py_writes(sub: str, tmp_path: Path):
     generated(tmp_path)
 
-    assert contents(tmp_path / sub) == contents(HARBOR / sub)
+    assert contents(tmp_path / sub) == contents(WHARF / sub)
 
 
 def test_the_train_split_has_at_least_30_tasks():

@@ -1,4 +1,4 @@
-"""The harbor's own verifiers."""
+"""The wharf's own verifiers."""
 
 from __future__ import annotations
 
