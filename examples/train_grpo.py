@@ -1,15 +1,26 @@
 """Train a model with TRL's GRPOTrainer on the example bundle, served in process.
 
     python examples/train_grpo.py                      # a tiny model built here, on the CPU, offline
-    python examples/train_grpo.py --model Qwen/Qwen3-4B --steps 50 --bundle ./my-bundle
+    python examples/train_grpo.py --model Qwen/Qwen3-0.6B --steps 50 --bundle ./my-bundle
 
 The tiny model (about 100k parameters, built in this script, since nothing is downloaded here) is
 untrained: it writes noise, calls no tool, and scores 0 on every task. It shows the loop running
 end to end: rollouts reset on the server, the environment scores them (`get_reward`), GRPO steps.
 With `--model`, a real chat model that calls tools (Qwen3, say) learns from the same loop.
 
-The table printed after each step: the mean reward and its spread over the batch's rollouts, tool
-calls and failed tool calls per rollout, and the step's seconds.
+The table printed after each step: the mean reward and its spread over the batch's rollouts, the
+share of GRPO groups whose rewards differ (`GroupsWithSignal`), tool calls and failed tool calls per
+rollout, and the step's seconds.
+
+The whole loop, on a GPU (README: "On a GPU: the whole loop"; `whole_loop.py` has the steps):
+
+    python examples/train_grpo.py --model Qwen/Qwen3-0.6B --steps 50 \\
+        --select-by-pass-rate 0.1 0.9 --samples 8 --eval-split eval
+
+samples each train task 8 times (temperature 1.0), trains only on the tasks solved in 10% to 90% of
+their samples, and scores the eval split, greedy, before and after. The model plays these
+evaluations through `agent_env.eval.TransformersPolicy`: the very model and tokenizer GRPOTrainer
+trains (loaded here when `--model` is a name), prompted and parsed as GRPOTrainer does.
 """
 
 from __future__ import annotations
@@ -17,16 +28,25 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
-for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-    os.environ.setdefault(variable, "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 warnings.filterwarnings("ignore", category=FutureWarning)  # transformers' own renames, inside TRL
+if str(Path(__file__).resolve().parent) not in sys.path:  # imported, not run: whole_loop.py is beside it
+    sys.path.append(str(Path(__file__).resolve().parent))
+
+from whole_loop import AFTER, BEFORE, Loop, LoopPlan, PolicyAt, add_loop_arguments, loop_plan  # noqa: E402
 
 WHARF = Path(__file__).resolve().parent / "wharf"
+TINY_COMPLETION_TOKENS = 48
+MODEL_COMPLETION_TOKENS = 1024
+MAX_TOOL_CALLING_ITERATIONS = 4
+LABEL = "grpo"
+"""GRPO's episodes carry it in the record (`client`); the evaluations', played on the same server, none."""
+OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
 def tiny_model_and_tokenizer() -> tuple[Any, Any]:
@@ -79,7 +99,7 @@ def grpo_config(output_dir: str, *, on_cpu: bool, **overrides: Any) -> Any:
     settings: dict[str, Any] = {
         "per_device_train_batch_size": 4,
         "num_generations": 2,
-        "max_tool_calling_iterations": 4,
+        "max_tool_calling_iterations": MAX_TOOL_CALLING_ITERATIONS,
         "learning_rate": 1e-4,
         "logging_steps": 1,
         "use_cpu": on_cpu,
@@ -95,8 +115,9 @@ def step_table() -> Any:
     """A TrainerCallback that prints one line per logged step."""
     from transformers import TrainerCallback
 
-    columns = [("reward", "reward"), ("reward_std", "spread"), ("tools/call_frequency", "calls")]
-    columns += [("tools/failure_frequency", "failed"), ("step_time", "seconds")]
+    columns = [("reward", "reward"), ("reward_std", "spread"), ("groups_with_signal", "signal")]
+    columns += [("tools/call_frequency", "calls"), ("tools/failure_frequency", "failed")]
+    columns += [("step_time", "seconds")]
 
     class StepTable(TrainerCallback):  # type: ignore[misc]
         def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:
@@ -118,7 +139,7 @@ def _number(value: Any) -> str:
     return f"{value:.3f}"
 
 
-def main() -> None:
+def parse(argv: list[str] | None = None) -> tuple[argparse.Namespace, LoopPlan]:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -127,48 +148,106 @@ def main() -> None:
     )
     parser.add_argument("--model", help="a model name or path; default: a tiny model built here, offline")
     parser.add_argument("--steps", type=int, default=3, help="GRPO steps (default: 3)")
+    parser.add_argument(
+        "--max-completion-length",
+        type=int,
+        help="tokens a rollout may write, tool results included (default: "
+        f"{TINY_COMPLETION_TOKENS} for the tiny model, {MODEL_COMPLETION_TOKENS} for --model)",
+    )
     parser.add_argument("--max-concurrent-envs", type=int, default=64)
     parser.add_argument(
         "--record",
         default="runs/demo",
-        help="where every episode's trajectory is written (default: runs/demo; view it with agent-env view)",
+        help="where every episode's trajectory is written (default: runs/demo; view it with agent-env view); "
+        f"GRPO's carry client '{LABEL}'",
     )
-    options = parser.parse_args()
+    add_loop_arguments(parser)
+    options = parser.parse_args(argv)
+    return options, loop_plan(parser, options)
 
+
+def named_model_and_tokenizer(name: str) -> tuple[Any, Any]:
+    """The model GRPOTrainer would load for `name` (in float32, its default) on this machine's GPU, if it
+    has one, and its tokenizer: loaded here so that the evaluations play the model being trained."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(name, padding_side="left", truncation_side="left")
+    model: Any = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32)
+    return model.to("cuda" if torch.cuda.is_available() else "cpu"), tokenizer
+
+
+def playing(model: Any, tokenizer: Any, max_new_tokens: int) -> PolicyAt:
+    """The policy of `model` as it is when asked for, in eval mode (training switches it back)."""
+    from agent_env.eval import TransformersPolicy
+
+    def at(temperature: float) -> Any:
+        model.eval()
+        return TransformersPolicy(model, tokenizer, max_new_tokens=max_new_tokens, temperature=temperature)
+
+    return at
+
+
+def train(options: argparse.Namespace, plan: LoopPlan, model: Any, tokenizer: Any) -> None:
+    """GRPO on the bundle served here; with the loop's flags, its steps before and after."""
     from transformers import PrinterCallback
     from trl import GRPOTrainer
 
-    from agent_env.training.trl import AgentEnv
+    from agent_env.eval import PlaySettings
+    from agent_env.training.trl import AgentEnv, GroupsWithSignal
 
-    if options.model:
-        model: Any = options.model
-        tokenizer = None
-    else:
-        model, tokenizer = tiny_model_and_tokenizer()
+    tiny = options.model is None
+    completion = options.max_completion_length or (
+        TINY_COMPLETION_TOKENS if tiny else MODEL_COMPLETION_TOKENS
+    )
     record = Path(options.record).resolve()
     with AgentEnv.local(
-        options.bundle, max_concurrent_envs=options.max_concurrent_envs, record=record
+        options.bundle, max_concurrent_envs=options.max_concurrent_envs, record=record, label=LABEL
     ) as env:
         print(f"{env}: {len(env.dataset)} tasks; toolsets: {', '.join(_toolsets(env.factory))}", flush=True)
         print(f"recording every episode's trajectory to {record}", flush=True)
+        loop = Loop(
+            plan,
+            env.url,
+            settings=PlaySettings(max_tool_calls=MAX_TOOL_CALLING_ITERATIONS),
+            model=options.model or "tiny",
+            concurrency=4,  # one generation at a time: the rest overlap only their tool calls
+        )
+        dataset = loop.train_dataset(env, playing(model, tokenizer, completion))
+        loop.score(BEFORE, playing(model, tokenizer, completion))
         config = grpo_config(
             "/tmp/agent-env-train-grpo",
-            on_cpu=tokenizer is not None,
-            max_completion_length=48 if tokenizer is not None else 1024,
+            on_cpu=tiny,
+            max_completion_length=completion,
             max_steps=options.steps,
         )
+        groups_with_signal: Any = GroupsWithSignal()  # a TrainerCallback, made so when first made
         trainer = GRPOTrainer(
             model=model,
             args=config,
             processing_class=tokenizer,
-            train_dataset=env.dataset,
+            train_dataset=dataset,
             environment_factory=env.factory,
-            callbacks=[step_table()],
+            callbacks=[groups_with_signal, step_table()],  # first: the table reads what it logs
         )
         trainer.remove_callback(PrinterCallback)  # the table above replaces its raw log lines
         trainer.train()
+        loop.score(AFTER, playing(trainer.model, tokenizer, completion))
     print("done: every episode torn down, the server stopped")
     print(f"trajectories: {record} (read them with agent_env.read_trajectories, or agent-env view {record})")
+    if table := loop.table():
+        print("\n" + table)
+
+
+def main(argv: list[str] | None = None) -> None:
+    options, plan = parse(argv)
+    if options.model is None:  # the tiny model is built here: nothing to download
+        for variable in OFFLINE:
+            os.environ.setdefault(variable, "1")
+        model, tokenizer = tiny_model_and_tokenizer()
+    else:
+        model, tokenizer = named_model_and_tokenizer(options.model)
+    train(options, plan, model, tokenizer)
 
 
 def _toolsets(factory: Any) -> list[str]:
