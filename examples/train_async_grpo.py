@@ -23,6 +23,24 @@ Blackwell, for which AsyncGRPO's flash-attn3 kernel is not built):
 vLLM for that many new tokens on every turn, however long the conversation has grown, and a request
 past the limit gets a 400, which it retries 30 times before failing the run. The script checks the
 served limit against the least a rollout may need before it starts.
+
+The whole loop (README: "On a GPU: the whole loop"; `whole_loop.py` has the steps):
+
+    CUDA_VISIBLE_DEVICES=1 python examples/train_async_grpo.py --env-url http://127.0.0.1:8000 \\
+        --select-by-pass-rate 0.1 0.9 --samples 8 --eval-split eval
+
+samples each train task 8 times (temperature 1.0), trains only on the tasks solved in 10% to 90% of
+their samples, and scores the eval split, greedy, before and after. The model plays these
+evaluations on the vLLM server the run needs anyway, through `agent_env.eval.OpenAIPolicy` (its
+chat completions): vLLM batches the samples it is sent at once, where a local model generates one
+after another (K samples of every train task are hundreds of generations or more), and the
+trainer's GPU holds only the model it trains. vLLM holds the trained weights after the run
+(AsyncGRPO syncs them after every step): in place, or as its newest LoRA adapter, which the "after"
+score asks for by name. The chat endpoint needs vLLM's tool-call parser (`--enable-auto-tool-choice
+--tool-call-parser hermes`, for Qwen3; `--print-vllm-command` adds them with these flags) and
+renders the prompt with the model's own chat template and the tools as the server lists them, so
+these scores can differ a little from what the same model scores under training's rendering
+(`agent-env eval --model CHECKPOINT` plays that).
 """
 
 from __future__ import annotations
@@ -31,11 +49,23 @@ import argparse
 import json
 import shlex
 import sys
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # imported, not run: whole_loop.py is beside it
+    sys.path.append(str(Path(__file__).resolve().parent))
+
+from whole_loop import AFTER, BEFORE, Loop, LoopPlan, PolicyAt, add_loop_arguments, loop_plan
+
+if TYPE_CHECKING:
+    from agent_env.training.trl import AgentEnv
 
 DEFAULT_MODEL = "Qwen/Qwen3-4B"
 DEFAULT_VLLM_URL = "http://127.0.0.1:8001"
+TOOL_CALL_PARSER = "hermes"
+"""vLLM's parser of Qwen3's tool calls, for the loop's chat completions; another family has its own."""
+EVAL_CONCURRENCY = 32
 
 
 @dataclass(frozen=True)
@@ -49,6 +79,7 @@ class Plan:
     lora_rank: int
     steps: int
     output_dir: str
+    loop: LoopPlan = field(default_factory=LoopPlan)
 
 
 def parse(argv: list[str] | None = None) -> tuple[Plan, bool]:
@@ -67,6 +98,7 @@ def parse(argv: list[str] | None = None) -> tuple[Plan, bool]:
     parser.add_argument(
         "--print-vllm-command", action="store_true", help="print the vLLM server's command and exit"
     )
+    add_loop_arguments(parser)
     options = parser.parse_args(argv)
     plan = Plan(
         model=options.model,
@@ -78,13 +110,15 @@ def parse(argv: list[str] | None = None) -> tuple[Plan, bool]:
         lora_rank=options.lora_rank,
         steps=options.steps,
         output_dir=options.output_dir,
+        loop=loop_plan(parser, options),
     )
     return plan, options.print_vllm_command
 
 
 def vllm_command(plan: Plan) -> str:
     """The vLLM server AsyncGRPO needs: dev mode (pause, weight transfer), NCCL weight syncs, the
-    logprobs it trains with, and runtime LoRA loading when it syncs adapters."""
+    logprobs it trains with, and runtime LoRA loading when it syncs adapters; with the loop's
+    evaluations, the tool-call parser its chat completions need."""
     port = plan.vllm_url.rsplit(":", 1)[-1]
     variables = ["VLLM_SERVER_DEV_MODE=1"]
     flags = ["--host", "127.0.0.1", "--port", port, "--dtype", "bfloat16"]
@@ -94,6 +128,8 @@ def vllm_command(plan: Plan) -> str:
         flags += ["--enable-lora", "--max-lora-rank", str(plan.lora_rank)]
     flags += ["--weight-transfer-config", json.dumps({"backend": "nccl"})]
     flags += ["--logprobs-mode", "processed_logprobs", "--max-logprobs", "-1"]
+    if plan.loop.evaluates:
+        flags += ["--enable-auto-tool-choice", "--tool-call-parser", TOOL_CALL_PARSER]
     return " ".join([*variables, shlex.join(["vllm", "serve", plan.model, *flags])])
 
 
@@ -126,6 +162,58 @@ def check_vllm_server(plan: Plan) -> int:
     return served
 
 
+def served_policy(plan: Plan, model: str) -> PolicyAt:
+    """The policy of `model` as the vLLM server serves it, by chat completions; checked when made."""
+    from agent_env.eval import EndpointError, OpenAIPolicy
+
+    def at(temperature: float) -> Any:
+        policy = OpenAIPolicy(
+            f"{plan.vllm_url}/v1", model, temperature=temperature, max_tokens=plan.max_completion_length
+        )
+        try:
+            policy.check()
+        except EndpointError as exc:
+            raise SystemExit(str(exc)) from None
+        return policy
+
+    return at
+
+
+def trained_model_name(plan: Plan, version: int) -> str:
+    """What vLLM serves the trained policy as: AsyncGRPO's LoRA adapter of the last sync (named
+    `...-v{version}`, after `trainer.model_version`), else the model, whose weights it synced in place."""
+    import httpx
+
+    listed = httpx.get(f"{plan.vllm_url}/v1/models", timeout=10).json()["data"]
+    adapters = [str(model["id"]) for model in listed if model.get("parent")]
+    return next((name for name in adapters if name.endswith(f"-v{version}")), plan.model)
+
+
+def before_training(plan: Plan, env: AgentEnv) -> tuple[Any, Loop]:
+    """The loop's steps before AsyncGRPO takes the vLLM server: the rows to train on (the tasks with
+    signal, with --select-by-pass-rate) and the held-out score before (with --eval-split)."""
+    from agent_env.eval import PlaySettings
+
+    loop = Loop(
+        plan.loop,
+        plan.env_url,
+        settings=PlaySettings(max_tool_calls=plan.max_tool_calling_iterations),
+        model=plan.model,
+        concurrency=EVAL_CONCURRENCY,
+    )
+    dataset = loop.train_dataset(env, served_policy(plan, plan.model))
+    loop.score(BEFORE, served_policy(plan, plan.model))
+    return dataset, loop
+
+
+def after_training(plan: Plan, loop: Loop, version: int) -> None:
+    """The held-out score of the policy the run left on the vLLM server (with --eval-split)."""
+    if plan.loop.eval_split is None:
+        return
+    trained = trained_model_name(plan, version)
+    loop.score(AFTER, served_policy(plan, trained), model=trained)
+
+
 def train(plan: Plan) -> None:
     from trl.experimental.async_grpo import AsyncGRPOConfig, AsyncGRPOTrainer
 
@@ -138,6 +226,7 @@ def train(plan: Plan) -> None:
         peft_config = LoraConfig(r=plan.lora_rank, lora_alpha=2 * plan.lora_rank, target_modules="all-linear")
     with AgentEnv(plan.env_url) as env:
         print(f"{env}: {len(env.dataset)} tasks", flush=True)
+        dataset, loop = before_training(plan, env)
         config = AsyncGRPOConfig(
             output_dir=plan.output_dir,
             vllm_server_base_url=plan.vllm_url,
@@ -155,12 +244,15 @@ def train(plan: Plan) -> None:
         trainer = AsyncGRPOTrainer(
             model=plan.model,
             args=config,
-            train_dataset=env.dataset,
+            train_dataset=dataset,
             environment_factory=env.factory,
             peft_config=peft_config,
         )
         trainer.train()
         trainer.save_model(plan.output_dir)
+        after_training(plan, loop, trainer.model_version)
+    if table := loop.table():
+        print("\n" + table)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,13 +1,15 @@
 """A stand-in for an OpenAI-compatible chat-completions server, on loopback, with scripted answers.
 
-Each conversation is one sample of a task, told apart by its first user message; the n-th
-conversation of a task plays `plays[task_id][n]`: "solve" (the bundle's reference play: its calls,
-an `end_turn` for every turn but the last, whose reply is plain text), "text" (a reply with no tool
-call), or "malformed" (a call whose arguments are not JSON); every request for a task in `down` is
-answered 500, and every request for a task in `broken` is answered as its value says (`BROKEN`: a 200
-whose body trickles, is not JSON, is garbage, is not a chat completion, or is 50 MB). Conversations
-are found again by their tool calls' ids. `fail_first` answers the first requests 500 (retries);
-`api_key` and `model` are what it accepts (401 and 404 otherwise).
+Each conversation is one sample of a task, told apart by its first user message (a task of `split`
+first, else of another split); the n-th conversation of a task plays `plays[task_id][n]`: "solve"
+(the bundle's reference play: its calls, an `end_turn` for every turn but the last, whose reply is
+plain text), "text" (a reply with no tool call), or "malformed" (a call whose arguments are not
+JSON); every request for a task in `down` is answered 500, and every request for a task in `broken`
+is answered as its value says (`BROKEN`: a 200 whose body trickles, is not JSON, is garbage, is not
+a chat completion, or is 50 MB). Conversations are found again by their tool calls' ids.
+`fail_first` answers the first requests 500 (retries); `api_key` (None: any) and `model` are what it
+accepts (401 and 404 otherwise); `adapters` are served too, listed as vLLM lists LoRA adapters (the
+model their `parent`), and play as the model does.
 """
 
 from __future__ import annotations
@@ -51,8 +53,9 @@ class ChatStandIn:
     down: frozenset[str] = frozenset()
     broken: Mapping[str, str] = field(default_factory=dict)
     fail_first: int = 0
-    api_key: str = API_KEY
+    api_key: str | None = API_KEY
     model: str = MODEL
+    adapters: Sequence[str] = ()
     requests: list[dict[str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _started: dict[str, int] = field(default_factory=dict)
@@ -69,22 +72,23 @@ class ChatStandIn:
         )
 
     def _refused(self, request: Request) -> JSONResponse | None:
-        if request.headers.get("authorization") != f"Bearer {self.api_key}":
+        if self.api_key is not None and request.headers.get("authorization") != f"Bearer {self.api_key}":
             return _error(401, "Incorrect API key provided.", "invalid_api_key")
         return None
 
     async def _models(self, request: Request) -> JSONResponse:
         if refused := self._refused(request):
             return refused
+        adapters = [{"id": name, "object": "model", "parent": self.model} for name in self.adapters]
         return JSONResponse(
-            {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "x"}]}
+            {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "x"}, *adapters]}
         )
 
     async def _chat(self, request: Request) -> Response:
         if refused := self._refused(request):
             return refused
         body = await request.json()
-        if body.get("model") != self.model:
+        if body.get("model") not in (self.model, *self.adapters):
             return _error(404, f"The model `{body.get('model')}` does not exist.", "model_not_found")
         with self._lock:
             self.requests.append(body)
@@ -101,7 +105,8 @@ class ChatStandIn:
 
     def _task_of(self, messages: list[dict[str, Any]]) -> str:
         first = next(m["content"] for m in messages if m["role"] == "user")
-        return next(t.id for t in self.bundle.tasks(self.split) if t.turns[0] == first)
+        splits = [self.split, *(split for split in self.bundle.splits if split != self.split)]
+        return next(t.id for split in splits for t in self.bundle.tasks(split) if t.turns[0] == first)
 
     def _which(self, messages: list[dict[str, Any]]) -> tuple[str, str, str]:
         for message in messages:
@@ -126,7 +131,8 @@ class ChatStandIn:
             return {"role": "assistant", "content": GIVE_UP}
         if play == "malformed":
             return _calling(call_id, "list_crates", '{"bay": 4,', content="Let me look.")
-        script: Script = load_solutions(self.bundle, self.split)[task_id]
+        split = next(split for split in self.bundle.splits if task_id in load_solutions(self.bundle, split))
+        script: Script = load_solutions(self.bundle, split)[task_id]
         # A turn opens with a user message, or with the answer to an end_turn call (the next prompt).
         ending = {
             c["id"]

@@ -4,7 +4,9 @@ AsyncGRPO hands `environment_factory` to `AsyncRolloutWorker`, which pickles it 
 process; there a thread pool resets environments, calls their tools and reads `get_reward`, while the
 generations come from a vLLM server over HTTP. These tests run TRL 1.16's own worker, unchanged,
 against `build_served_app` over fake tasks served on loopback, with a stand-in for vLLM's
-`/v1/completions` (`_vllm_stand_in.py`): no GPU and no vLLM are needed.
+`/v1/completions` (`_vllm_stand_in.py`): no GPU and no vLLM are needed. One more runs it on the
+example bundle's tasks that `train_async_grpo.py`'s loop kept by their pass rates, sampled on a
+stand-in for vLLM's chat completions (`chat_stand_in.py`) served at the same URL.
 
 The worker refuses to start unless `vllm` is importable, although nothing it runs imports vLLM (it
 talks to the server over HTTP with aiohttp, which the dev install provides). That import check, in
@@ -26,23 +28,28 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import pytest
 from accelerate.state import PartialState
+from starlette.applications import Starlette
 
 for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TRL_EXPERIMENTAL_SILENCE"):
     os.environ[variable] = "1"
 
 from trl.experimental.async_grpo import async_rollout_worker  # noqa: E402
 
+from agent_env import load_bundle  # noqa: E402
 from agent_env.episode import Episode, EpisodeState  # noqa: E402
 from agent_env.openenv import BackgroundServer, build_served_app  # noqa: E402
 from agent_env.testing import FakeTask, Gate, calls, fake_served  # noqa: E402
 from agent_env.training.trl import AgentEnv  # noqa: E402
 from agent_env.verifiers import VerifierContext  # noqa: E402
-from examples.train_grpo import tiny_model_and_tokenizer  # noqa: E402
+from examples.train_async_grpo import DEFAULT_MODEL, before_training, parse  # noqa: E402
+from examples.train_grpo import WHARF, tiny_model_and_tokenizer  # noqa: E402
+from tst.support.chat_stand_in import ChatStandIn  # noqa: E402
 from tst.support.tools import add_crate, list_crates  # noqa: E402
 from tst.support.waiting import child_processes, until  # noqa: E402
 from tst.trl._vllm_stand_in import StandInVLLM  # noqa: E402
@@ -186,8 +193,9 @@ def no_process_left() -> Iterator[None]:
     assert multiprocessing.active_children() == []
 
 
-def rollout_worker(env: AgentEnv, tokenizer: Any, vllm_url: str) -> Any:
-    """TRL's worker, with the arguments AsyncGRPOTrainer gives it, generating from `vllm_url`.
+def rollout_worker(env: AgentEnv, tokenizer: Any, vllm_url: str, dataset: Any = None) -> Any:
+    """TRL's worker, with the arguments AsyncGRPOTrainer gives it, generating from `vllm_url`, on
+    `dataset` (default: `env.dataset`).
 
     The trainer's process has made its `Accelerator` by then, which the worker's logging needs.
     """
@@ -195,7 +203,7 @@ def rollout_worker(env: AgentEnv, tokenizer: Any, vllm_url: str) -> Any:
     with mock.patch.object(async_rollout_worker, "is_vllm_available", return_value=True):
         return async_rollout_worker.AsyncRolloutWorker(
             model_name="tiny-qwen3",
-            dataset=env.dataset,
+            dataset=env.dataset if dataset is None else dataset,
             reward_funcs=[],
             processing_class=tokenizer,
             eos_token_ids=[tokenizer.eos_token_id],
@@ -349,3 +357,53 @@ def test_a_rollout_process_killed_mid_rollout_has_its_episodes_torn_down_on_the_
         # every process waiting on it to wake; the killed one never does.
         if multiprocessing.active_children():
             worker.stop()
+
+
+KEPT_PLAYS = {
+    "store-crate-000": ["solve", "solve"],
+    "move-crate-000": ["solve", "text"],
+    "restock-000": ["text", "solve"],
+}
+"""The loop's samples on the chat stand-in: one train task always passes, two half the time, the rest
+never; with bounds (0.25, 0.75), the loop keeps those two."""
+
+
+@pytest.mark.timeout(240)
+def test_asyncgrpos_rollout_worker_plays_only_the_tasks_the_async_script_kept_by_their_pass_rates(
+    serve: Callable[..., Any],
+    no_process_left: None,
+    tmp_path: Path,
+) -> None:
+    _, tokenizer = tiny_model_and_tokenizer()
+    chat = ChatStandIn(load_bundle(WHARF), "train", KEPT_PLAYS, api_key=None, model=DEFAULT_MODEL)
+    completions = StandInVLLM(tokenizer, lambda conversation: "Nothing to do.<|im_end|>")
+    vllm_url = serve(Starlette(routes=[*chat.app.routes, *completions.app.routes])).url
+    env = AgentEnv.local(WHARF)
+    try:
+        plan, _ = parse(
+            [
+                *("--env-url", env.url, "--vllm-url", vllm_url, "--eval-out", str(tmp_path)),
+                *("--select-by-pass-rate", "0.25", "0.75", "--samples", "2"),
+            ]
+        )
+        dataset, _ = before_training(plan, env)
+        env.factory  # noqa: B018  # built here, before the worker pickles it
+        worker = rollout_worker(env, tokenizer, vllm_url, dataset)
+        try:
+            worker.start()
+            samples = collect_groups(worker, set(range(len(dataset))))
+        finally:
+            stop(worker)
+    finally:
+        env.close()
+
+    train = load_bundle(WHARF).tasks("train")
+    kept = {task.turns[0]: task.id for task in train if task.index in dataset["index"]}
+    played = [first_prompt(sample) for rows in samples.values() for sample in rows]
+    assert sorted(kept.values()) == ["move-crate-000", "restock-000"]
+    assert set(played) == set(kept), "the worker played a task the loop left out, or missed one it kept"
+    assert all(sample.metrics["reward"] == 0.0 for rows in samples.values() for sample in rows)
+
+
+def first_prompt(sample: Any) -> str:
+    return str(next(message["content"] for message in sample.prompt if message["role"] == "user"))
