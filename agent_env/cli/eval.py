@@ -64,6 +64,13 @@ def add_parser(commands: Any) -> None:
         default=512,
         help="a local model's tokens per answer (default: 512)",
     )
+    parser.add_argument(
+        "--batch",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="a local model's: generate for up to N episodes at once; use with --concurrency N (default: 1)",
+    )
     parser.add_argument("--api-key-env", help="the environment variable holding the endpoint's API key")
     parser.add_argument("--max-retries", type=int, default=3, help="retries of a failed request (default: 3)")
     parser.add_argument(
@@ -107,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             "request_timeout_s": args.request_timeout,
         }
     else:
-        extra_settings |= {"max_new_tokens": args.max_new_tokens}
+        extra_settings |= {"max_new_tokens": args.max_new_tokens, "batch": args.batch}
 
     def show(progress: Progress) -> None:
         mean = "-" if progress.mean_score is None else f"{progress.mean_score:.2f}"
@@ -189,7 +196,10 @@ def _local_policy(args: argparse.Namespace) -> Any:
 
     try:
         return TransformersPolicy.from_folder(
-            args.model, max_new_tokens=args.max_new_tokens, temperature=args.temperature or 0.0
+            args.model,
+            max_new_tokens=args.max_new_tokens,
+            temperature=args.temperature or 0.0,
+            batch=args.batch,
         )
     except LocalModelError as exc:
         raise _UnplayableError(str(exc)) from None

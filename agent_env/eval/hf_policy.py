@@ -12,12 +12,13 @@ turn. torch and trl are the trainer's to pin, so they are imported here only whe
 
 from __future__ import annotations
 
+import itertools
 import json
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent_env.eval._gather import Gatherer
 from agent_env.eval._require import require_local_model
 from agent_env.eval.policy import AssistantMessage, Message, PolicyError, ToolCall
 
@@ -32,8 +33,14 @@ class LocalModelError(Exception):
 class TransformersPolicy:
     """`model.generate` over the chat template's rendering; temperature 0 is greedy, else seeded sampling.
 
-    One generation runs at a time (a model is not made for concurrent `generate` calls), so
-    `--concurrency` overlaps only the episodes' tool calls with generation.
+    One generation runs at a time (a model is not made for concurrent `generate` calls). With
+    `batch` 1 each caller's prompt is generated alone, so `--concurrency` overlaps only the episodes'
+    tool calls with generation. With `batch` N, up to N concurrent callers' prompts go into one
+    `generate` call, left-padded with their attention mask: greedy answers are the unbatched ones as
+    far as floating point allows. Sampling is seeded per `generate` call (`seed` plus the call's
+    number), so a sampled answer is reproducible for the same batch composition: with `batch` 1
+    always, with `batch` N only when the same prompts meet in the same batches in the same order,
+    which thread timing decides.
     """
 
     def __init__(
@@ -44,18 +51,22 @@ class TransformersPolicy:
         max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
         temperature: float = 0.0,
         seed: int = DEFAULT_SEED,
+        batch: int = 1,
     ) -> None:
         require_local_model()
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
+        self._generate: Gatherer[list[int], list[int]] = Gatherer(self._generate_batch, batch)
         self.model, self.tokenizer = model, tokenizer
         self.max_new_tokens, self.temperature, self.seed = max_new_tokens, temperature, seed
         self._chat_template = _as_training_renders(tokenizer)
         self._eos_ids = _eos_ids(model, tokenizer)
-        self._lock = threading.Lock()
-        self._calls = 0
+        pad = tokenizer.pad_token_id
+        self._pad_id: int = pad if pad is not None else min(self._eos_ids, default=0)  # masked out anyway
+        self._generations = 0
+        self._requests = itertools.count(1)
         self._offered: dict[str, list[dict[str, Any]]] = {}
 
     @classmethod
@@ -80,43 +91,49 @@ class TransformersPolicy:
         return cls(model, tokenizer, **options)
 
     def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantMessage:
-        import torch
         from trl.chat_template_utils import parse_response
 
+        request = next(self._requests)
         tools = self._as_trained(tools)
-        rendered = self.tokenizer.apply_chat_template(
+        prompt_ids: list[int] = self.tokenizer.apply_chat_template(
             messages,
             tools=tools or None,  # as GRPOTrainer: some templates render tool boilerplate for []
             chat_template=self._chat_template,
             add_generation_prompt=True,
             tokenize=True,
             return_dict=True,
-            return_tensors="pt",
-        )
-        prompt_ids = rendered["input_ids"].to(self.model.device)
-        attention_mask = rendered["attention_mask"].to(self.model.device)
+        )["input_ids"]
+        try:
+            completion = self._generate(prompt_ids)
+        except (RuntimeError, ValueError) as exc:
+            raise PolicyError(f"generation failed: {type(exc).__name__}: {exc}") from None
+        schemas: list[dict[Any, Any] | Callable[..., Any]] = list(tools)
+        parsed = parse_response(self.tokenizer, completion, prefix=prompt_ids, tools=schemas)
+        return _answer(parsed, request)
+
+    def _generate_batch(self, prompts: list[list[int]]) -> list[list[int]]:
+        """One `generate` call over the prompts, left-padded; each completion up to its own eos.
+        The gatherer runs one batch at a time, so the seed's count is this policy's alone."""
+        import torch
+
+        width = max(len(ids) for ids in prompts)
+        padded = [[self._pad_id] * (width - len(ids)) + ids for ids in prompts]
+        attention = [[0] * (width - len(ids)) + [1] * len(ids) for ids in prompts]
         sampling = self.temperature > 0
         options: dict[str, Any] = (
             {"do_sample": True, "temperature": self.temperature} if sampling else {"do_sample": False}
         )
-        with self._lock:
-            self._calls += 1
-            try:
-                with torch.random.fork_rng(devices=[]), torch.no_grad():
-                    torch.manual_seed(self.seed + self._calls)
-                    generated = self.model.generate(
-                        input_ids=prompt_ids,
-                        attention_mask=attention_mask,
-                        max_new_tokens=self.max_new_tokens,
-                        pad_token_id=self.tokenizer.pad_token_id,
-                        **options,
-                    )
-            except (RuntimeError, ValueError) as exc:
-                raise PolicyError(f"generation failed: {type(exc).__name__}: {exc}") from None
-        completion = _until_eos(generated[0, prompt_ids.shape[1] :].tolist(), self._eos_ids)
-        schemas: list[dict[Any, Any] | Callable[..., Any]] = list(tools)
-        parsed = parse_response(self.tokenizer, completion, prefix=prompt_ids[0].tolist(), tools=schemas)
-        return _answer(parsed, self._calls)
+        self._generations += 1
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            torch.manual_seed(self.seed + self._generations)
+            generated = self.model.generate(
+                input_ids=torch.tensor(padded, device=self.model.device),
+                attention_mask=torch.tensor(attention, device=self.model.device),
+                max_new_tokens=self.max_new_tokens,
+                pad_token_id=self.tokenizer.pad_token_id,
+                **options,
+            )
+        return [_until_eos(row[width:].tolist(), self._eos_ids) for row in generated]
 
     def _as_trained(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The tools as GRPOTrainer shows them to the model (`offered_tools`), not as the Task API

@@ -2,13 +2,18 @@
 
 The model is the demo's tiny one, built offline. The evaluation runs its real generation (a random
 model, so it answers with text); the parsing tests stand in for `generate` only to choose what the
-completion says, and build it as the chat template itself renders a tool call.
+completion says, and build it as the chat template itself renders a tool call. The batching tests
+redraw its weights wider, so that its greedy answers differ from prompt to prompt (the demo's
+init answers every prompt with newlines), some ending at an eos and some at max_new_tokens.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import os
+import threading
+import time
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -22,7 +27,15 @@ import torch  # noqa: E402
 
 from agent_env import Trajectory, read_trajectories  # noqa: E402
 from agent_env.cli import main  # noqa: E402
-from agent_env.eval import PlaySettings, ToolCall, TransformersPolicy, evaluate, play_sample  # noqa: E402
+from agent_env.eval import (  # noqa: E402
+    AssistantMessage,
+    PlaySettings,
+    PolicyError,
+    ToolCall,
+    TransformersPolicy,
+    evaluate,
+    play_sample,
+)
 from agent_env.training.trl import AgentEnv  # noqa: E402
 from examples.train_grpo import tiny_model_and_tokenizer  # noqa: E402
 from tst.support.wharf import WHARF  # noqa: E402
@@ -40,6 +53,11 @@ ADD_CRATE = {
     },
 }
 ASKED = [{"role": "user", "content": "Store crate C1 in bay 2."}]
+ASKINGS = [
+    [{"role": "user", "content": f"Store crate C{n} in bay {n}." + " The pantry holds flour and rice." * n}]
+    for n in range(8)
+]
+"""Prompts of lengths from short to long, so a batch of them is padded."""
 
 
 def templated_call(tokenizer: Any, name: str, arguments: dict[str, Any]) -> str:
@@ -175,3 +193,139 @@ def test_a_local_model_sees_the_tools_as_grpo_trainer_shows_them_not_as_the_task
 
     assert seen[0] == as_trained
     assert '"minimum"' not in seen[0]  # the Task API's bounds, which get_json_schema cannot carry
+
+
+def talkative_model_and_tokenizer() -> tuple[Any, Any]:
+    """The tiny model, its weights redrawn (seeded) wide enough that what it says depends on the prompt,
+    ending an answer at a newline too (a second eos), which it writes in some answers and not others."""
+    model, tokenizer = tiny_model_and_tokenizer()
+    draw = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for name, weight in model.named_parameters():
+            if "norm" not in name:
+                weight.copy_(torch.randn(weight.shape, generator=draw) * 0.3)
+    newline = tokenizer("\n", add_special_tokens=False)["input_ids"]
+    model.generation_config.eos_token_id = [tokenizer.eos_token_id, *newline]
+    return model, tokenizer
+
+
+def asked_at_once(
+    policy: TransformersPolicy, askings: list[list[dict[str, Any]]]
+) -> list[AssistantMessage | Exception]:
+    """Each conversation asked from a thread of its own, all released together, as evaluate's workers ask."""
+    answers: list[AssistantMessage | Exception] = [AssistantMessage()] * len(askings)
+    start = threading.Barrier(len(askings))
+
+    def ask(n: int) -> None:
+        start.wait(timeout=60)
+        try:
+            answers[n] = policy(askings[n], [ADD_CRATE])
+        except Exception as exc:
+            answers[n] = exc
+
+    threads = [threading.Thread(target=ask, args=(n,)) for n in range(len(askings))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads)
+    return answers
+
+
+def test_a_batched_policy_answers_concurrent_callers_greedily_as_the_unbatched_one_answers_each() -> None:
+    model, tokenizer = talkative_model_and_tokenizer()
+    alone = TransformersPolicy(model, tokenizer, max_new_tokens=48)
+    batched = TransformersPolicy(model, tokenizer, max_new_tokens=48, batch=len(ASKINGS))
+
+    generate, written = model.generate, []
+
+    def generating(**options: Any) -> torch.Tensor:
+        generated = generate(**options)
+        written.append(generated.shape[1] - options["input_ids"].shape[1])
+        return generated
+
+    with mock.patch.object(model, "generate", side_effect=generating):
+        expected = [alone(asking, [ADD_CRATE]) for asking in ASKINGS]
+    answers = asked_at_once(batched, ASKINGS)
+
+    assert len({answer.content for answer in expected}) == len(ASKINGS)  # each prompt its own answer
+    assert 0 < written.count(48) < len(ASKINGS)  # some ended at an eos, the others at max_new_tokens
+    assert answers == expected
+
+
+def test_a_batch_of_concurrent_callers_runs_fewer_generate_calls_than_callers() -> None:
+    model, tokenizer = talkative_model_and_tokenizer()
+    policy = TransformersPolicy(model, tokenizer, max_new_tokens=16, batch=len(ASKINGS))
+
+    with mock.patch.object(model, "generate", wraps=model.generate) as generate:
+        answers = asked_at_once(policy, ASKINGS)
+
+    assert all(isinstance(answer, AssistantMessage) for answer in answers)
+    assert 1 <= generate.call_count < len(ASKINGS)
+    assert max(call.kwargs["input_ids"].shape[0] for call in generate.call_args_list) > 1
+
+
+def test_a_failed_generation_reaches_every_caller_of_its_batch_as_a_policy_error() -> None:
+    model, tokenizer = talkative_model_and_tokenizer()
+    policy = TransformersPolicy(model, tokenizer, max_new_tokens=16, batch=4)
+
+    def out_of_memory(**_: Any) -> torch.Tensor:
+        time.sleep(0.2)  # a while into the batch, so the callers who come meanwhile wait for the next
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    with mock.patch.object(model, "generate", side_effect=out_of_memory) as generate:
+        answers = asked_at_once(policy, ASKINGS[:4])
+
+    assert generate.call_count < 4
+    assert [type(answer) for answer in answers] == [PolicyError] * 4
+    assert {str(answer) for answer in answers} == {
+        "generation failed: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    }
+
+
+def test_evaluate_with_episodes_generated_in_batches_scores_each_task_as_one_at_a_time_does() -> None:
+    model, tokenizer = talkative_model_and_tokenizer()
+    runs, widest = {}, {}
+    for batch in (1, 4):
+        policy = TransformersPolicy(model, tokenizer, max_new_tokens=12, batch=batch)
+        settings = PlaySettings(max_tool_calls=2)
+        with mock.patch.object(model, "generate", wraps=model.generate) as generate:
+            runs[batch] = evaluate(WHARF, policy, concurrency=4, settings=settings, model="tiny")
+        widest[batch] = max(call.kwargs["input_ids"].shape[0] for call in generate.call_args_list)
+
+    def replies(result: Any) -> dict[int, list[str | None]]:
+        return {t.task.index: [turn.reply for turn in t.turns] for t in result.trajectories}
+
+    def scores(result: Any) -> list[tuple[int, float | None]]:
+        return [(task.index, task.mean_score) for task in result.tasks]
+
+    assert widest[1] == 1 < widest[4] <= 4
+    assert scores(runs[4]) == scores(runs[1])
+    assert replies(runs[4]) == replies(runs[1])
+    assert len({str(said) for said in replies(runs[1]).values()}) > 1  # the tasks got different answers
+    assert runs[4].errors == runs[1].errors == 0
+
+
+def test_a_batch_under_1_is_refused_naming_what_it_must_be() -> None:
+    model, tokenizer = tiny_model_and_tokenizer()
+
+    refused = r"batch must be >= 1 \(the requests one generation answers\), got 0"
+    with pytest.raises(ValueError, match=refused):
+        TransformersPolicy(model, tokenizer, batch=0)
+
+
+def test_agent_env_eval_with_batch_plays_a_local_model_in_batches_and_records_the_batch_in_its_settings(
+    tmp_path: Path, capsys: Any
+) -> None:
+    model, tokenizer = talkative_model_and_tokenizer()
+    folder, out = tmp_path / "checkpoint", tmp_path / "out"
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+    args = ["--model", str(folder), "--max-new-tokens", "4", "--batch", "4", "--concurrency", "4"]
+    code = main(["eval", str(WHARF), *args, "--max-tool-calls", "2", "--out", str(out)])
+
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    assert "eval: 11/11 episodes" in err and "0 errors" in err
+    assert json.loads((out / "results.json").read_text())["settings"]["batch"] == 4
