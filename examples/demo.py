@@ -1,19 +1,22 @@
-"""The project's main job: a tiny model gets better at the example bundle's tasks on the CPU.
+"""The project's main job: a tiny model learns a skill and carries it to tasks it never saw, on the CPU.
 
-    python examples/demo.py                   # make demo: about 3 minutes on 2 cores, offline
-    python examples/demo.py --sft-steps 250   # the SFT stage cut short: GRPO has more to do
+    python examples/demo.py                   # make demo: about 3 minutes on 2 idle cores, offline
+    python examples/demo.py --grpo-steps 200  # a longer GRPO stage (about 2 minutes more)
 
-Four stages, each measured by `agent_env.eval.evaluate` on the train and eval splits, greedy:
-1. a tiny Qwen3 (about 0.6M parameters) and a byte-level BPE tokenizer, built here from the bundle's
-   own texts, since nothing can be downloaded: untrained, it writes noise;
-2. TRL's `SFTTrainer` on `env.demonstrations("train")`, the bundle's reference plays as the server
-   answers them;
-3. TRL's `GRPOTrainer` through `env.factory`, with its own generation, rewarded by the verifiers;
-4. the scores of each stage in a table, a plot (`demo.png`: reward per GRPO step, scores per
-   stage) and every trajectory (the evaluations' and the training's) under `--out`.
-
-The eval split is reported as it is: 33 tasks teach a model this small to play them, not much that
-carries over to tasks it never saw.
+The bundle is the depot (`examples/depot`): 480 train tasks and 120 held-out ones (store, move or ship
+labelled boxes), whose box labels never appear in training, so a held-out score measures the skill
+(read the label, call the right tool), not answers learnt by heart. The loop practitioners run:
+1. a tiny Qwen3 and a byte-level BPE tokenizer built here (nothing can be downloaded), which keeps
+   a label's letter and its number tokens of their own, so a label never seen is made of known ones;
+2. TRL's `SFTTrainer` on `env.demonstrations("train")`, the reference plays as the server answers them;
+3. `agent_env.eval.evaluate` samples each train task K times: its pass rate, in `results.json`;
+4. `env.dataset_for("train", pass_rate=(low, high), results=...)` keeps the tasks with signal, the
+   ones the model solves sometimes: a group whose rollouts all score alike teaches GRPO nothing;
+5. TRL's `GRPOTrainer` on them through `env.factory`, `GroupsWithSignal` logging the share of each
+   step's groups whose rewards differ;
+6. each stage measured greedily on the train split and the held-out split, in a table; a plot
+   (`demo.png`: reward and groups with signal per GRPO step, scores per stage); and every trajectory
+   under `--out`.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import math
 import os
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,7 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 warnings.filterwarnings("ignore", category=FutureWarning)  # transformers' own renames, inside TRL
 
-HARBOR = Path(__file__).resolve().parent / "harbor"
+DEPOT = Path(__file__).resolve().parent / "depot"
 SPLITS = ("train", "eval")
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 TEMPLATE_TOKENS = [
@@ -43,6 +46,8 @@ TEMPLATE_TOKENS = [
     "<think>",
     "</think>",
 ]
+LABEL_CHARACTERS = r"[A-Z](?=[0-9])|[0-9]+"
+"""A label's letter and its number: tokens of their own, so a held-out label is made of known tokens."""
 
 
 @dataclass(frozen=True)
@@ -51,36 +56,52 @@ class Recipe:
 
     hidden: int = 128
     layers: int = 2
-    vocab: int = 8192
+    vocab: int = 2048
+    isolate: str | None = LABEL_CHARACTERS
     sft_steps: int = 600
     sft_batch: int = 8
     sft_learning_rate: float = 3e-3
-    grpo_steps: int = 60
+    samples: int = 4
+    temperature: float = 0.7
+    pass_rate: tuple[float, float] = (0.25, 0.75)
+    grpo_steps: int = 30
     grpo_batch: int = 32
     generations: int = 8
-    grpo_learning_rate: float = 1e-4
-    max_completion_length: int = 160
-    max_tool_calling_iterations: int = 6
+    grpo_learning_rate: float = 2e-4
+    max_completion_length: int = 96
+    max_tool_calling_iterations: int = 3
+    max_new_tokens: int = 64
+    max_tool_calls: int = 4
+    eval_batch: int = 16
+    eval_concurrency: int = 16
     seed: int = 0
 
 
 @dataclass
 class Report:
-    """Each stage's greedy scores by split, and the GRPO steps' logged rewards."""
+    """Each stage's greedy scores by split, the selection's counts, and the GRPO steps' logs."""
 
     stages: list[tuple[str, dict[str, float]]] = field(default_factory=list)
     rewards: list[float] = field(default_factory=list)
+    signal: list[float] = field(default_factory=list)
+    signal_unfiltered: float | None = None
 
 
-def tokenizer_for(texts: list[str], vocab: int) -> Any:
+def tokenizer_for(texts: list[str], vocab: int, isolate: str | None = None) -> Any:
     """A byte-level BPE trained on `texts` with merges across words (no pre-splitting regex), so a
-    tool schema every prompt repeats costs a few tokens; Qwen's chat template, as TRL bundles it."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    tool schema every prompt repeats costs a few tokens; Qwen's chat template, as TRL bundles it.
+    Text matching `isolate` (a regex) is never merged with its neighbours."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
     from trl.chat_template_utils import qwen3_chat_template
 
     core = Tokenizer(models.BPE())
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    core.pre_tokenizer = (
+        byte_level
+        if isolate is None
+        else pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(isolate), "isolated"), byte_level])
+    )
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab,
@@ -130,29 +151,63 @@ def rendered(demonstrations: Any) -> list[str]:
     ]
 
 
-def scores(url: str, model: Any, tokenizer: Any, out: Path, stage: str) -> dict[str, float]:
-    """Greedy mean score per split, each trajectory written under `out/eval/<stage>/<split>`."""
+def measure(
+    url: str,
+    model: Any,
+    tokenizer: Any,
+    recipe: Recipe,
+    out: Path,
+    *,
+    split: str,
+    samples: int = 1,
+    temperature: float = 0.0,
+) -> Any:
+    """`evaluate` a split with the model: greedy, or `samples` seeded samples per task; the
+    trajectories and results.json under `out`."""
     from agent_env.eval import PlaySettings, TransformersPolicy, evaluate
 
     model.eval()
-    policy = TransformersPolicy(model, tokenizer, max_new_tokens=64)
-    found = {}
-    for split in SPLITS:
+    policy = TransformersPolicy(
+        model,
+        tokenizer,
+        max_new_tokens=recipe.max_new_tokens,
+        temperature=temperature,
+        seed=recipe.seed,
+        batch=recipe.eval_batch,
+    )
+    try:
         result = evaluate(
             url,
             policy,
             split=split,
-            concurrency=4,
-            settings=PlaySettings(max_tool_calls=4),
-            model=f"tiny ({stage})",
-            out=out / "eval" / stage.replace(" ", "-") / split,
+            samples=samples,
+            concurrency=recipe.eval_concurrency,
+            settings=PlaySettings(max_tool_calls=recipe.max_tool_calls),
+            model="tiny",
+            out=out,
         )
-        found[split] = result.mean_score or 0.0
-    model.train()
-    return found
+    finally:
+        model.train()
+    unscored = [t for t in result.trajectories if t.outcome.kind != "scored"]
+    if unscored:
+        raise SystemExit(
+            f"{len(unscored)} of {result.samples} episodes of the {split} split were not scored, so the "
+            f"score would not be the model's; the first: {unscored[0].outcome.reason}"
+        )
+    return result
+
+
+def scores(url: str, model: Any, tokenizer: Any, recipe: Recipe, out: Path, stage: str) -> dict[str, float]:
+    """Greedy mean score per split, each split's trajectories under `out/eval/<stage>/<split>`."""
+    folder = out / "eval" / stage.replace(" ", "-")
+    return {
+        split: measure(url, model, tokenizer, recipe, folder / split, split=split).mean_score or 0.0
+        for split in SPLITS
+    }
 
 
 def fine_tune(model: Any, tokenizer: Any, demonstrations: Any, recipe: Recipe, work: Path) -> None:
+    import datasets
     from trl import SFTConfig, SFTTrainer
 
     config = SFTConfig(
@@ -171,12 +226,15 @@ def fine_tune(model: Any, tokenizer: Any, demonstrations: Any, recipe: Recipe, w
         disable_tqdm=True,
         seed=recipe.seed,
     )
+    datasets.disable_progress_bars()
     trainer = SFTTrainer(model=model, args=config, train_dataset=demonstrations, processing_class=tokenizer)
     trainer.remove_callback(_printer())
     trainer.train()
 
 
-def reinforce(model: Any, tokenizer: Any, env: Any, recipe: Recipe, work: Path, report: Report) -> None:
+def reinforce(
+    model: Any, tokenizer: Any, dataset: Any, factory: Any, recipe: Recipe, work: Path, report: Report
+) -> None:
     from trl import GRPOConfig, GRPOTrainer
 
     from agent_env.training.trl import GroupsWithSignal
@@ -189,6 +247,7 @@ def reinforce(model: Any, tokenizer: Any, env: Any, recipe: Recipe, work: Path, 
         learning_rate=recipe.grpo_learning_rate,
         max_completion_length=recipe.max_completion_length,
         max_tool_calling_iterations=recipe.max_tool_calling_iterations,
+        temperature=recipe.temperature,
         beta=0.0,
         logging_steps=1,
         use_cpu=True,
@@ -202,8 +261,8 @@ def reinforce(model: Any, tokenizer: Any, env: Any, recipe: Recipe, work: Path, 
         model=model,
         args=config,
         processing_class=tokenizer,
-        train_dataset=env.dataset,
-        environment_factory=env.factory,
+        train_dataset=dataset,
+        environment_factory=factory,
         callbacks=[GroupsWithSignal(), _step_table(report)],
     )
     trainer.remove_callback(_printer())
@@ -217,7 +276,7 @@ def _printer() -> Any:
 
 
 def _step_table(report: Report) -> Any:
-    """A TrainerCallback that prints one line per GRPO step and keeps its reward."""
+    """A TrainerCallback that prints one line per GRPO step and keeps its reward and signal."""
     from transformers import TrainerCallback
 
     columns = [("reward", "reward"), ("reward_std", "spread"), ("groups_with_signal", "signal")]
@@ -233,6 +292,8 @@ def _step_table(report: Report) -> Any:
         ) -> None:
             if logs and "reward" in logs:
                 report.rewards.append(float(logs["reward"]))
+                if logs.get("groups_with_signal") is not None:
+                    report.signal.append(float(logs["groups_with_signal"]))
                 cells = " ".join(f"{_number(logs.get(key)):>8}" for key, _ in columns)
                 print(f"  {state.global_step:>4} {cells}", flush=True)
 
@@ -245,15 +306,28 @@ def _number(value: Any) -> str:
     return f"{value:.3f}"
 
 
+def with_signal(result: Any) -> float | None:
+    """The share of the tasks whose samples' scores differ: GRPO's groups with signal, had it trained
+    on every task (a group being a task's samples, as many as GRPO's generations)."""
+    from agent_env.training.trl.groups import share_with_signal
+
+    groups: dict[int, list[float | None]] = {}
+    for trajectory in result.trajectories:
+        groups.setdefault(trajectory.task.index, []).append(trajectory.score)
+    shares = [share_with_signal(group, len(group)) for group in groups.values()]
+    known = [share for share in shares if share is not None]
+    return sum(known) / len(known) if known else None
+
+
 def stage_table(report: Report) -> str:
-    lines = [f"{'stage':<22}" + "".join(f"{split + ' split':>14}" for split in SPLITS)]
+    lines = [f"{'stage':<22}{'train split':>14}{'held-out split':>16}"]
     for stage, found in report.stages:
-        lines.append(f"{stage:<22}" + "".join(f"{found[split]:>14.3f}" for split in SPLITS))
+        lines.append(f"{stage:<22}{found['train']:>14.3f}{found['eval']:>16.3f}")
     return "\n".join(lines)
 
 
 def plot(report: Report, to: Path) -> Path | None:
-    """Reward per GRPO step, and each stage's scores; None when matplotlib is not installed."""
+    """Reward and groups with signal per GRPO step, and each stage's scores; None without matplotlib."""
     try:
         import matplotlib
 
@@ -261,18 +335,16 @@ def plot(report: Report, to: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         return None
-    figure, (steps, stages) = plt.subplots(1, 2, figsize=(11, 4))
-    steps.plot(range(1, len(report.rewards) + 1), report.rewards, marker=".", linewidth=1, label="step")
-    window = 10
-    if len(report.rewards) >= window:
-        means = [sum(report.rewards[i - window : i]) / window for i in range(window, len(report.rewards) + 1)]
-        steps.plot(range(window, len(report.rewards) + 1), means, linewidth=2, label=f"mean of {window}")
-    steps.legend(loc="lower right")
-    steps.set(title="GRPO: mean reward per step", xlabel="step", ylabel="reward", ylim=(-0.05, 1.05))
+    figure, (rewards, signal, stages) = plt.subplots(1, 3, figsize=(15, 4))
+    _per_step(rewards, report.rewards, "GRPO: mean reward per step", "reward")
+    _per_step(signal, report.signal, "GRPO: groups with signal per step", "share of groups")
+    if report.signal_unfiltered is not None:
+        signal.axhline(report.signal_unfiltered, color="grey", linestyle="--", label="every train task")
+        signal.legend(loc="lower right")
     names = [stage for stage, _ in report.stages]
-    for offset, split in ((-0.2, "train"), (0.2, "eval")):
+    for offset, split, label in ((-0.2, "train", "train"), (0.2, "eval", "held-out")):
         positions = [i + offset for i in range(len(names))]
-        stages.bar(positions, [found[split] for _, found in report.stages], width=0.4, label=split)
+        stages.bar(positions, [found[split] for _, found in report.stages], width=0.4, label=label)
     stages.set_xticks(range(len(names)), names)
     stages.set(title="greedy mean score per stage", ylabel="score", ylim=(0, 1.05))
     stages.legend()
@@ -282,50 +354,114 @@ def plot(report: Report, to: Path) -> Path | None:
     return to
 
 
+def _per_step(axes: Any, values: list[float], title: str, label: str) -> None:
+    axes.plot(range(1, len(values) + 1), values, marker=".", linewidth=1, label="step")
+    window = 10
+    if len(values) >= window:
+        means = [sum(values[i - window : i]) / window for i in range(window, len(values) + 1)]
+        axes.plot(range(window, len(values) + 1), means, linewidth=2, label=f"mean of {window}")
+    axes.legend(loc="lower right")
+    axes.set(title=title, xlabel="step", ylabel=label, ylim=(-0.05, 1.05))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--bundle", default=str(DEPOT), help="the bundle (default: examples/depot)")
     parser.add_argument("--sft-steps", type=int, default=Recipe.sft_steps)
     parser.add_argument("--grpo-steps", type=int, default=Recipe.grpo_steps)
+    parser.add_argument("--grpo-learning-rate", type=float, default=Recipe.grpo_learning_rate)
+    parser.add_argument("--samples", type=int, default=Recipe.samples, help="samples per train task (K)")
+    parser.add_argument(
+        "--pass-rate",
+        type=float,
+        nargs=2,
+        metavar=("LOW", "HIGH"),
+        default=Recipe.pass_rate,
+        help="train with GRPO on the tasks whose pass rate lies within these bounds (default: %(default)s)",
+    )
     parser.add_argument("--out", default="runs/demo", help="trajectories and the plot (default: runs/demo)")
     options = parser.parse_args()
-    recipe = Recipe(sft_steps=options.sft_steps, grpo_steps=options.grpo_steps)
+    recipe = replace(
+        Recipe(),
+        sft_steps=options.sft_steps,
+        grpo_steps=options.grpo_steps,
+        grpo_learning_rate=options.grpo_learning_rate,
+        samples=options.samples,
+        pass_rate=tuple(options.pass_rate),
+    )
+    run(Path(options.bundle), recipe, Path(options.out).resolve())
 
+
+def run(bundle: Path, recipe: Recipe, out: Path) -> Report:
+    """Every stage of the loop, each printed as it ends; the report they fill."""
     import torch
 
-    from agent_env import load_bundle
     from agent_env.training.trl import AgentEnv
 
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
-    started, out, report = time.monotonic(), Path(options.out).resolve(), Report()
+    torch.manual_seed(recipe.seed)
+    started, report = time.monotonic(), Report()
     work = out / "checkpoints"
-    # TRL keeps an environment per rollout of a batch for each toolset, and each holds a session.
-    toolsets = len({task.toolset.name for task in load_bundle(HARBOR).splits["train"]})
-    sessions = recipe.grpo_batch * toolsets
-    with AgentEnv.local(HARBOR, max_concurrent_envs=sessions, record=out / "training") as env:
+    # GRPOTrainer's environments hold their sessions while it lives; the evaluations need their own.
+    sessions = recipe.grpo_batch + recipe.eval_concurrency
+    with AgentEnv.local(bundle, max_concurrent_envs=sessions, record=out / "training") as env:
         demonstrations = env.demonstrations("train")
-        tokenizer = tokenizer_for(rendered(demonstrations), recipe.vocab)
+        tokenizer = tokenizer_for(rendered(demonstrations), recipe.vocab, recipe.isolate)
         model = tiny_model(tokenizer, recipe)
         parameters = sum(p.numel() for p in model.parameters())
-        print(f"{env}: {len(env.dataset)} train tasks, {len(demonstrations)} demonstrations", flush=True)
+        print(f"{env}: {len(env.dataset)} train tasks, {len(env.dataset_for('eval'))} held-out", flush=True)
         print(f"a tiny Qwen3 of {parameters / 1e6:.2f}M parameters, a {len(tokenizer)}-token BPE", flush=True)
-        report.stages.append(("untrained", scores(env.url, model, tokenizer, out, "untrained")))
-        print(f"SFT: {recipe.sft_steps} steps on the demonstrations", flush=True)
-        stage_started = time.monotonic()
+        report.stages.append(("untrained", scores(env.url, model, tokenizer, recipe, out, "untrained")))
+
+        _stage(f"SFT: {recipe.sft_steps} steps on {len(demonstrations)} demonstrations", started)
         fine_tune(model, tokenizer, demonstrations, recipe, work)
-        print(f"SFT done in {time.monotonic() - stage_started:.0f} s", flush=True)
-        report.stages.append((f"SFT {recipe.sft_steps} steps", scores(env.url, model, tokenizer, out, "sft")))
-        print(f"GRPO: {recipe.grpo_steps} steps through env.factory", flush=True)
-        stage_started = time.monotonic()
-        reinforce(model, tokenizer, env, recipe, work, report)
-        print(f"GRPO done in {time.monotonic() - stage_started:.0f} s", flush=True)
-        report.stages.append(("then GRPO", scores(env.url, model, tokenizer, out, "grpo")))
+        report.stages.append(
+            (f"SFT {recipe.sft_steps} steps", scores(env.url, model, tokenizer, recipe, out, "sft"))
+        )
+        print(stage_table(report), flush=True)
+
+        low, high = recipe.pass_rate
+        temperature = recipe.temperature
+        _stage(
+            f"pass rates: {recipe.samples} samples of each train task at temperature {temperature}", started
+        )
+        sampled = measure(
+            env.url,
+            model,
+            tokenizer,
+            recipe,
+            out / "eval" / "samples",
+            split="train",
+            samples=recipe.samples,
+            temperature=temperature,
+        )
+        report.signal_unfiltered = with_signal(sampled)
+        print(f"groups with signal, over every train task: {_number(report.signal_unfiltered)}", flush=True)
+        try:
+            chosen = env.dataset_for("train", pass_rate=recipe.pass_rate, results=sampled)
+        except ValueError as exc:
+            print(f"no GRPO stage: {exc}; train longer with --sft-steps, or widen --pass-rate", flush=True)
+        else:
+            print(f"{len(chosen)} of {len(env.dataset)} train tasks have a pass rate within [{low}, {high}]")
+            _stage(f"GRPO: {recipe.grpo_steps} steps on the {len(chosen)} tasks with signal", started)
+            reinforce(model, tokenizer, chosen, env.factory, recipe, work, report)
+            report.stages.append(("then GRPO", scores(env.url, model, tokenizer, recipe, out, "grpo")))
     print("\n" + stage_table(report))
+    if report.signal:
+        print(
+            f"groups with signal: {sum(report.signal) / len(report.signal):.2f} of GRPO's groups on the "
+            f"tasks with signal, against {_number(report.signal_unfiltered)} over every train task"
+        )
     drawn = plot(report, out / "demo.png")
     print(f"\n{time.monotonic() - started:.0f} s in all; trajectories under {out}", flush=True)
     if drawn is not None:
         print(f"plot: {drawn}")
+    return report
+
+
+def _stage(title: str, started: float) -> None:
+    print(f"\n== {title} (at {time.monotonic() - started:.0f} s)", flush=True)
 
 
 if __name__ == "__main__":

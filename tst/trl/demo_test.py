@@ -1,9 +1,11 @@
-"""`make demo` (examples/demo.py) runs its four stages end to end: cut to a few steps, so it checks the
-wiring, the table, the plot and the trajectories, not the learning (README quotes a full run)."""
+"""`make demo` (examples/demo.py) runs every stage of the loop end to end: on a small copy of the depot
+and cut to a few steps, so it checks the wiring, the tables, the plot, the pass rates and the
+trajectories, not the learning (the README quotes a full run; tst/trl/transfer_test.py the learning)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,39 +13,80 @@ from pathlib import Path
 import pytest
 
 from agent_env import read_trajectories
+from agent_env.eval import EvalResult
 
 ROOT = Path(__file__).resolve().parents[2]
+DEPOT = ROOT / "examples" / "depot"
+TASKS = {"train": 12, "eval": 6}
 
 
-@pytest.mark.timeout(900)
-def test_the_demo_evaluates_fine_tunes_trains_and_evaluates_again_printing_a_table_and_a_plot(
-    tmp_path: Path,
-) -> None:
-    out = tmp_path / "demo"
+def small_depot(to: Path) -> Path:
+    """The depot with its first few tasks of each split, and their reference plays."""
+    shutil.copytree(DEPOT, to, ignore=shutil.ignore_patterns("__pycache__"))
+    for sub in ("tasks", "solutions"):
+        for split, count in TASKS.items():
+            file = to / sub / f"{split}.jsonl"
+            file.write_text("".join(file.read_text().splitlines(keepends=True)[:count]))
+    return to
+
+
+def run_demo(bundle: Path, out: Path, *options: str) -> list[str]:
     done = subprocess.run(
-        [sys.executable, "examples/demo.py", "--sft-steps", "4", "--grpo-steps", "1", "--out", str(out)],
+        [sys.executable, "examples/demo.py", "--bundle", str(bundle), "--out", str(out), *options],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=600,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-
     assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.splitlines()
-    header = next(i for i, line in enumerate(lines) if line.startswith("stage") and "train split" in line)
+    return done.stdout.splitlines()
+
+
+@pytest.mark.timeout(900)
+def test_the_demo_fine_tunes_measures_pass_rates_keeps_the_tasks_with_signal_trains_and_measures_again(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "demo"
+    lines = run_demo(
+        small_depot(tmp_path / "depot"),
+        out,
+        *("--sft-steps", "4", "--samples", "2", "--grpo-steps", "1", "--pass-rate", "0", "1"),
+    )
+
+    header = max(i for i, line in enumerate(lines) if line.startswith("stage") and "held-out split" in line)
     table = lines[header + 1 : header + 4]
     assert [row.split()[0] for row in table] == ["untrained", "SFT", "then"]
-    assert all(len(row.split()) >= 3 and all(_score(cell) for cell in row.split()[-2:]) for row in table)
+    assert all(_score(cell) for row in table for cell in row.split()[-2:])
+    assert f"{TASKS['train']} of {TASKS['train']} train tasks have a pass rate within [0.0, 1.0]" in lines
     steps = next(i for i, line in enumerate(lines) if line.split()[:2] == ["step", "reward"])
     signal = lines[steps].split().index("signal")
-    assert 0.0 <= float(lines[steps + 1].split()[signal]) <= 1.0, (
-        "each GRPO step shows its groups with signal"
-    )
+    assert _score(lines[steps + 1].split()[signal]), "each GRPO step shows its groups with signal"
+    assert any(line.startswith("groups with signal: ") for line in lines)
+
+    sampled = EvalResult.read(out / "eval" / "samples")
+    measured = [(task.samples, task.pass_rate is not None) for task in sampled.tasks]
+    assert measured == [(2, True)] * TASKS["train"]
     assert (out / "demo.png").stat().st_size > 0
     assert list(read_trajectories(out / "training")), "GRPO's episodes are recorded by the server"
     for stage in ("untrained", "sft", "grpo"):
-        assert len(list(read_trajectories(out / "eval" / stage / "train"))) == 33
+        for split, count in TASKS.items():
+            assert len(list(read_trajectories(out / "eval" / stage / split))) == count
+
+
+@pytest.mark.timeout(900)
+def test_with_no_task_within_the_pass_rate_bounds_the_demo_says_why_and_skips_grpo(tmp_path: Path) -> None:
+    lines = run_demo(
+        small_depot(tmp_path / "depot"),
+        tmp_path / "demo",
+        *("--sft-steps", "1", "--samples", "1", "--pass-rate", "0.5", "0.5"),
+    )
+
+    skipped = next(line for line in lines if line.startswith("no GRPO stage: "))
+    assert "train longer with --sft-steps, or widen --pass-rate" in skipped
+    header = max(i for i, line in enumerate(lines) if line.startswith("stage") and "held-out split" in line)
+    assert [row.split()[0] for row in lines[header + 1 : header + 3]] == ["untrained", "SFT"]
+    assert not any(line.split()[:2] == ["step", "reward"] for line in lines)
 
 
 def _score(cell: str) -> bool:

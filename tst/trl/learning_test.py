@@ -9,7 +9,6 @@ greedy evaluation before and after is the same code: the scores are the same on 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,27 +16,24 @@ import pytest
 for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TRL_EXPERIMENTAL_SILENCE"):
     os.environ[variable] = "1"
 
-import torch  # noqa: E402
 
 from agent_env.training.trl import AgentEnv  # noqa: E402
 from examples.demo import Recipe, Report, fine_tune, reinforce, rendered, scores, tiny_model, tokenizer_for  # noqa: E402
 from tst.support.wharf import WHARF  # noqa: E402
 
-RECIPE = Recipe(sft_steps=200, grpo_steps=60)
+RECIPE = Recipe(
+    vocab=8192,
+    isolate=None,
+    sft_steps=200,
+    grpo_steps=60,
+    generations=8,
+    max_completion_length=160,
+    max_tool_calling_iterations=6,
+    eval_batch=1,
+    eval_concurrency=4,
+)
 MARGIN = 2 / 33
 """GRPO plays at least two more of the 33 train tasks than SFT left it playing."""
-
-
-@pytest.fixture
-def deterministic() -> Iterator[None]:
-    threads = torch.get_num_threads()
-    torch.use_deterministic_algorithms(True)
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.use_deterministic_algorithms(False)
-        torch.set_num_threads(threads)
 
 
 @pytest.mark.timeout(900)
@@ -46,13 +42,13 @@ def test_grpo_through_agentenv_raises_the_train_score_of_a_tiny_model_warmed_up_
 ) -> None:
     with AgentEnv.local(WHARF, max_concurrent_envs=RECIPE.grpo_batch * 8) as env:
         demonstrations = env.demonstrations("train")
-        tokenizer = tokenizer_for(rendered(demonstrations), RECIPE.vocab)
+        tokenizer = tokenizer_for(rendered(demonstrations), RECIPE.vocab, RECIPE.isolate)
         model = tiny_model(tokenizer, RECIPE)
         fine_tune(model, tokenizer, demonstrations, RECIPE, tmp_path)
-        after_sft = scores(env.url, model, tokenizer, tmp_path, "sft")["train"]
+        after_sft = scores(env.url, model, tokenizer, RECIPE, tmp_path, "sft")["train"]
 
-        reinforce(model, tokenizer, env, RECIPE, tmp_path, Report())
-        after_grpo = scores(env.url, model, tokenizer, tmp_path, "grpo")["train"]
+        reinforce(model, tokenizer, env.dataset, env.factory, RECIPE, tmp_path, Report())
+        after_grpo = scores(env.url, model, tokenizer, RECIPE, tmp_path, "grpo")["train"]
 
     assert 0.3 <= after_sft <= 0.8, "SFT cut short leaves the model some tasks to learn"
     assert after_grpo >= after_sft + MARGIN, (after_sft, after_grpo)
