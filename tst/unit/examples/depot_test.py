@@ -4,40 +4,23 @@ every combination the train split teaches, so a score there measures transfer.""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import re
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 import agent_env
 from agent_env import Episode, ScriptedTurn, load_solutions, play
+from tst.support.generated import contents, generator
 
 DEPOT = Path(__file__).resolve().parents[3] / "examples" / "depot"
 BUNDLE = agent_env.load_bundle(DEPOT)
 LABEL = re.compile(r"\b[A-Z][0-9]{2}\b")
 
 
-def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("depot_generate", DEPOT / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def contents(folder: Path) -> dict[str, bytes]:
-    return {
-        str(file.relative_to(folder)): file.read_bytes()
-        for file in sorted(folder.rglob("*"))
-        if file.is_file()
-    }
-
-
 @pytest.mark.parametrize("sub", ["tasks", "solutions"])
 def test_the_committed_files_are_exactly_what_generate_py_writes(sub: str, tmp_path: Path):
-    generator().write(tmp_path)
+    generator(DEPOT).write(tmp_path)
 
     assert contents(tmp_path / sub) == contents(DEPOT / sub)
 
@@ -67,7 +50,7 @@ def test_no_eval_task_s_combination_of_wording_label_and_shelf_was_trained_on():
 
 
 def test_every_wording_of_every_kind_of_task_is_in_both_splits():
-    module = generator()
+    module = generator(DEPOT)
 
     for split in ("train", "eval"):
         prompts = [turn for task in BUNDLE.tasks(split) for turn in task.turns]

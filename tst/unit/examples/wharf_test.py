@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,31 +10,15 @@ import pytest
 import agent_env
 from agent_env import Task
 from agent_env.verifiers import BashCheck, FunctionCheck, ItemsCheck
+from tst.support.generated import contents, generator
 
 WHARF = Path(__file__).resolve().parents[3] / "examples" / "wharf"
 BUNDLE = agent_env.load_bundle(WHARF)
 
 
-def generated(folder: Path) -> None:
-    """Run the example's generate.py, writing its tasks and solutions into `folder`."""
-    spec = importlib.util.spec_from_file_location("wharf_generate", WHARF / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.write(folder)
-
-
-def contents(folder: Path) -> dict[str, bytes]:
-    return {
-        str(file.relative_to(folder)): file.read_bytes()
-        for file in sorted(folder.rglob("*"))
-        if file.is_file()
-    }
-
-
 @pytest.mark.parametrize("sub", ["tasks", "solutions"])
 def test_the_committed_files_are_exactly_what_generate_py_writes(sub: str, tmp_path: Path):
-    generated(tmp_path)
+    generator(WHARF).write(tmp_path)
 
     assert contents(tmp_path / sub) == contents(WHARF / sub)
 
