@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent_env._errors import AgentEnvError
 from agent_env.eval.policy import (
     END_TURN,
     AssistantMessage,
@@ -54,7 +55,7 @@ class PlaySettings:
     connect_timeout_s: float = 10.0
 
 
-class _EpisodeOverError(Exception):
+class _EpisodeOverError(AgentEnvError):
     """The episode cannot go on: `outcome` says how it ended."""
 
     def __init__(self, outcome: OutcomeRecord) -> None:
