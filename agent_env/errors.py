@@ -29,17 +29,20 @@ from agent_env._errors import AgentEnvError as AgentEnvError  # its home is a le
 
 
 class ErrorCode(enum.StrEnum):
-    """Every code an error can carry, on an `AgentEnvError` and on the wire (a str, as OpenEnv's
-    `WSErrorCode`); each says what it means and whether it ends the episode it happens in."""
+    """Every code an error can carry, on an `AgentEnvError`, on the wire (a str, as OpenEnv's
+    `WSErrorCode`) and in a trajectory's outcome; each says what it means, whether it ends the
+    episode it happens in, and whether the server sends it (eval's own codes it never does)."""
 
     meaning: str
     ends_episode: bool
+    on_wire: bool
 
-    def __new__(cls, value: str, meaning: str, ends_episode: bool = False) -> ErrorCode:
+    def __new__(cls, value: str, meaning: str, ends_episode: bool = False, on_wire: bool = True) -> ErrorCode:
         member = str.__new__(cls, value)
         member._value_ = value
         member.meaning = meaning
         member.ends_episode = ends_episode
+        member.on_wire = on_wire
         return member
 
     BAD_REQUEST = (
@@ -87,6 +90,20 @@ class ErrorCode(enum.StrEnum):
         True,
     )
     INTERNAL_ERROR = "INTERNAL_ERROR", "the episode raised something unexpected; the episode ended", True
+    SESSION_LOST = (
+        "SESSION_LOST",
+        "eval's, never on the wire: the session with the server was lost (no answer in time, the "
+        "connection dropped, the server refused it); the sample failed",
+        True,
+        False,
+    )
+    POLICY_ERROR = (
+        "POLICY_ERROR",
+        "eval's, never on the wire: the policy could not answer (its endpoint failed past its retries, "
+        "or it raised); the sample is an error, not a score of 0",
+        True,
+        False,
+    )
 
 
 ENDING_CODES = frozenset(code for code in ErrorCode if code.ends_episode)

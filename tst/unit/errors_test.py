@@ -33,7 +33,7 @@ def test_every_code_the_code_raises_is_an_error_code_and_every_error_code_is_rai
     literal = [
         f"{path.relative_to(ROOT)}: {found}"
         for path in SOURCES
-        for found in re.findall(r"(?:Error|_error)\(\s*\"[A-Z_]{4,}\"", path.read_text("utf-8"))
+        for found in re.findall(r"(?:Error\(|_error\(|code=)\s*\"[A-Z_]{4,}\"", path.read_text("utf-8"))
     ]
 
     assert used == {code.name for code in ErrorCode}
@@ -133,6 +133,15 @@ def test_agent_env_error_is_importable_from_the_package_and_its_module_alike() -
 
 def test_the_readme_s_table_lists_every_error_code_and_no_other():
     assert readme_table_codes() == {code.value for code in ErrorCode}
+
+
+def test_eval_s_own_codes_are_error_codes_the_server_never_sends() -> None:
+    from agent_env.openenv import ERROR_CODES
+
+    eval_s = {ErrorCode.SESSION_LOST, ErrorCode.POLICY_ERROR}
+
+    assert {code for code in ErrorCode if not code.on_wire} == eval_s
+    assert set(ERROR_CODES) == {code.value for code in ErrorCode} - eval_s
 
 
 def test_an_error_code_is_its_own_name_as_a_string_with_its_meaning():
