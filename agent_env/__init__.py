@@ -24,6 +24,8 @@ if _typing.TYPE_CHECKING:
         ErrorCode,
         Problem,
         SandboxUnavailableError,
+        SplitNotFoundError,
+        TaskIndexError,
         ToolDefinitionError,
     )
     from agent_env.events import (
@@ -93,6 +95,8 @@ else:
                 "ErrorCode",
                 "Problem",
                 "SandboxUnavailableError",
+                "SplitNotFoundError",
+                "TaskIndexError",
                 "ToolDefinitionError",
             ],
             "agent_env.events": [
@@ -193,7 +197,9 @@ __all__ = [
     "ServedTask",
     "SimulatedUser",
     "SolutionSpec",
+    "SplitNotFoundError",
     "Task",
+    "TaskIndexError",
     "TaskRef",
     "TaskSpec",
     "Timings",

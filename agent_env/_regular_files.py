@@ -14,6 +14,8 @@ import os
 import stat
 from typing import TextIO
 
+from agent_env._errors import AgentEnvError
+
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
@@ -24,7 +26,7 @@ _KINDS = (
 )
 
 
-class NotReadError(Exception):
+class NotReadError(AgentEnvError):
     """A file left unread, and why (a link, not a regular file)."""
 
     def __init__(self, why: str) -> None:

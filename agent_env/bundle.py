@@ -36,7 +36,15 @@ from pydantic import ValidationError
 from agent_env._digest import folder_digest
 from agent_env._extras import installed
 from agent_env.env import Env, EnvSpec
-from agent_env.errors import BundleError, EnvDefinitionError, EpisodeError, Problem, validation_problems
+from agent_env.errors import (
+    BundleError,
+    EnvDefinitionError,
+    EpisodeError,
+    Problem,
+    SplitNotFoundError,
+    TaskIndexError,
+    validation_problems,
+)
 from agent_env.mcp._require import INSTALL as MCP_INSTALL
 from agent_env.mcp.config import McpServerConfig, resolve_placeholders
 from agent_env.mcp.spec import McpEnvSpec
@@ -78,12 +86,12 @@ class Bundle:
         try:
             return self.splits[split]
         except KeyError:
-            raise KeyError(f"unknown split '{split}' (splits: {', '.join(self.splits)})") from None
+            raise SplitNotFoundError(f"unknown split '{split}' (splits: {', '.join(self.splits)})") from None
 
     def task(self, split: str, index: int) -> Task:
         tasks = self.tasks(split)
         if not 0 <= index < len(tasks):
-            raise IndexError(f"split '{split}' has {len(tasks)} tasks; index {index} is out of range")
+            raise TaskIndexError(f"split '{split}' has {len(tasks)} tasks; index {index} is out of range")
         return tasks[index]
 
 

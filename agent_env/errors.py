@@ -1,10 +1,14 @@
-"""The framework's errors: one vocabulary of codes, one base for errors that carry one, one wording.
+"""The framework's errors: one root, one vocabulary of codes, one wording.
 
-    AgentEnvError(code, message)      an error a caller or the wire branches on, by its ErrorCode
-      EpisodeError                    a call on an episode that could not be carried out (the core)
-      (the server's TaskLookupError and InterruptedCallError, the trainer's ServerRefusedError)
-    BundleError                       a bundle that cannot be loaded: every problem, at once
-    ToolDefinitionError, EnvDefinitionError, SandboxUnavailableError
+    AgentEnvError                     the root of every error agent_env raises (`agent_env._errors`);
+                                      each keeps its built-in base (a ValueError, a RuntimeError, ...)
+      AgentEnvError(code, message)    an error a caller or the wire branches on, by its ErrorCode
+        EpisodeError                  a call on an episode that could not be carried out (the core)
+        (the server's TaskLookupError and InterruptedCallError, the trainer's ServerRefusedError)
+      BundleError                     a bundle that cannot be loaded: every problem, at once
+      SplitNotFoundError (KeyError), TaskIndexError (IndexError)  a bundle's task that is not there
+      ToolDefinitionError, EnvDefinitionError, SandboxUnavailableError (RuntimeError)
+      (and each area's own: the trainer's, eval's, MCP's, the viewer's, ...)
 
 `ErrorCode` is every code an error observation can carry, with what it means and whether it ends
 the episode; `validation_problems` words what pydantic found wrong with an input, the same way for
@@ -21,21 +25,24 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent_env._unicode import valid_text
+from agent_env._errors import AgentEnvError as AgentEnvError  # its home is a leaf: see there
 
 
 class ErrorCode(enum.StrEnum):
-    """Every code an error can carry, on an `AgentEnvError` and on the wire (a str, as OpenEnv's
-    `WSErrorCode`); each says what it means and whether it ends the episode it happens in."""
+    """Every code an error can carry, on an `AgentEnvError`, on the wire (a str, as OpenEnv's
+    `WSErrorCode`) and in a trajectory's outcome; each says what it means, whether it ends the
+    episode it happens in, and whether the server sends it (eval's own codes it never does)."""
 
     meaning: str
     ends_episode: bool
+    on_wire: bool
 
-    def __new__(cls, value: str, meaning: str, ends_episode: bool = False) -> ErrorCode:
+    def __new__(cls, value: str, meaning: str, ends_episode: bool = False, on_wire: bool = True) -> ErrorCode:
         member = str.__new__(cls, value)
         member._value_ = value
         member.meaning = meaning
         member.ends_episode = ends_episode
+        member.on_wire = on_wire
         return member
 
     BAD_REQUEST = (
@@ -83,23 +90,24 @@ class ErrorCode(enum.StrEnum):
         True,
     )
     INTERNAL_ERROR = "INTERNAL_ERROR", "the episode raised something unexpected; the episode ended", True
+    SESSION_LOST = (
+        "SESSION_LOST",
+        "eval's, never on the wire: the session with the server was lost (no answer in time, the "
+        "connection dropped, the server refused it); the sample failed",
+        True,
+        False,
+    )
+    POLICY_ERROR = (
+        "POLICY_ERROR",
+        "eval's, never on the wire: the policy could not answer (its endpoint failed past its retries, "
+        "or it raised); the sample is an error, not a score of 0",
+        True,
+        False,
+    )
 
 
 ENDING_CODES = frozenset(code for code in ErrorCode if code.ends_episode)
 """Codes of errors that end the episode they happen in (`code in ENDING_CODES` takes a plain str)."""
-
-
-class AgentEnvError(Exception):
-    """An error with a stable `code` that callers and the wire branch on, and a message that says
-    what happened and what to do; always valid Unicode, whatever it quotes (a tool's exception)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        self.code = code
-        self.message = valid_text(message)
-        super().__init__(message)
-
-    def __str__(self) -> str:
-        return f"{self.message} (code: {self.code})"
 
 
 @dataclass(frozen=True)
@@ -113,7 +121,7 @@ class Problem:
         return f"{self.where}: {self.message}" if self.where else self.message
 
 
-class BundleError(Exception):
+class BundleError(AgentEnvError):
     """A bundle that cannot be loaded; it lists every problem found, not only the first."""
 
     code = "BUNDLE_INVALID"
@@ -129,8 +137,10 @@ class BundleError(Exception):
 class EpisodeError(AgentEnvError):
     """A call on an episode that could not be carried out; the server puts its code on the wire."""
 
+    code: str
 
-class ToolDefinitionError(Exception):
+
+class ToolDefinitionError(AgentEnvError):
     """A tool whose schema cannot be built from its signature and docstring."""
 
     def __init__(self, tool: str, reasons: Iterable[str]) -> None:
@@ -140,7 +150,7 @@ class ToolDefinitionError(Exception):
         super().__init__("; ".join(f"tool '{tool}': {r}" for r in self.reasons))
 
 
-class EnvDefinitionError(Exception):
+class EnvDefinitionError(AgentEnvError):
     """An env class with tools whose schemas cannot be built; `errors` has one entry per tool."""
 
     def __init__(self, env: str, errors: Iterable[ToolDefinitionError]) -> None:
@@ -149,8 +159,16 @@ class EnvDefinitionError(Exception):
         super().__init__(f"env '{env}': " + "; ".join(map(str, self.errors)))
 
 
-class SandboxUnavailableError(RuntimeError):
+class SandboxUnavailableError(AgentEnvError, RuntimeError):
     """A sandbox provider that cannot work here (no engine, no image); the message says how to fix it."""
+
+
+class SplitNotFoundError(AgentEnvError, KeyError):
+    """A bundle has no split of that name; the message names those it has."""
+
+
+class TaskIndexError(AgentEnvError, IndexError):
+    """A split has no task at that index; the message says how many it has."""
 
 
 def validation_problems(

@@ -17,11 +17,10 @@ from agent_env.cli._token import add_token_options, token_of
 from agent_env.cli.play import play_in_terminal
 from agent_env.cli.table import table
 from agent_env.episode import Episode
-from agent_env.errors import BundleError, SandboxUnavailableError
+from agent_env.errors import AgentEnvError, BundleError
 from agent_env.recording import DEFAULT_MAX_MB
 from agent_env.replay import load_solutions, play
 from agent_env.sandbox.config import DEFAULT_IMAGE
-from agent_env.sandbox.docker_image import ImageBuildError
 from agent_env.sandbox.registry import PROVIDERS
 from agent_env.task import Task
 
@@ -34,10 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BundleError as exc:
         print(f"BundleError: {exc}", file=sys.stderr)
         return 1
-    except (KeyError, IndexError) as exc:
-        print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
-        return 2
-    except (SandboxUnavailableError, ImageBuildError) as exc:
+    except AgentEnvError as exc:  # the library's: a task that is not there, a sandbox that cannot run
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return code

@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from agent_env.cli._token import add_token_options, token_of
+from agent_env.errors import AgentEnvError
 
 UNSOUND = 3
 """The exit code of a run with errors of the model's side: written, but not a measure of the model."""
@@ -94,7 +95,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         from agent_env.eval import PlaySettings, Policy, Progress, evaluate
-        from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
     except ImportError as exc:
         print(f"error: {exc}", file=err)
         return 1
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"error: {exc}", file=err)
         return 1
-    except _UnplayableError as exc:
+    except AgentEnvError as exc:  # the model cannot play: an endpoint that does not answer, not a model
         print(f"error: {exc}", file=err)
         return 2
     extra_settings: dict[str, Any] = {"temperature": args.temperature}
@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
             progress=show,
             extra_settings=extra_settings,
         )
-    except (ServerUnavailableError, UnknownSplitError, ValueError) as exc:
+    except (AgentEnvError, ValueError) as exc:
         print(f"error: {exc}", file=err)
         return 2
     print(result.table())
@@ -167,13 +167,9 @@ _REASONS_SHOWN = 3
 _REASON_CHARS = 300
 
 
-class _UnplayableError(Exception):
-    """The model cannot play (an endpoint that does not answer, a folder that is not a model)."""
-
-
 def _endpoint_policy(args: argparse.Namespace) -> Any:
     """The endpoint's policy, checked before any episode."""
-    from agent_env.eval import EndpointError, OpenAIPolicy
+    from agent_env.eval import OpenAIPolicy
 
     policy = OpenAIPolicy.from_env(
         args.model_url,
@@ -183,26 +179,20 @@ def _endpoint_policy(args: argparse.Namespace) -> Any:
         max_retries=args.max_retries,
         request_timeout_s=args.request_timeout,
     )
-    try:
-        policy.check()
-    except EndpointError as exc:
-        raise _UnplayableError(str(exc)) from None
+    policy.check()
     return policy
 
 
 def _local_policy(args: argparse.Namespace) -> Any:
     """The local folder's model, loaded before any episode (so a folder that is not one fails first)."""
-    from agent_env.eval.hf_policy import LocalModelError, TransformersPolicy
+    from agent_env.eval.hf_policy import TransformersPolicy
 
-    try:
-        return TransformersPolicy.from_folder(
-            args.model,
-            max_new_tokens=args.max_new_tokens,
-            temperature=args.temperature or 0.0,
-            batch=args.batch,
-        )
-    except LocalModelError as exc:
-        raise _UnplayableError(str(exc)) from None
+    return TransformersPolicy.from_folder(
+        args.model,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature or 0.0,
+        batch=args.batch,
+    )
 
 
 def _seconds(text: str) -> float:

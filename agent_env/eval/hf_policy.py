@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent_env._errors import AgentEnvError
 from agent_env.eval._gather import Gatherer
 from agent_env.eval._require import require_local_model
 from agent_env.eval.policy import AssistantMessage, Message, PolicyError, ToolCall
@@ -26,7 +27,7 @@ DEFAULT_MAX_NEW_TOKENS = 512
 DEFAULT_SEED = 0
 
 
-class LocalModelError(Exception):
+class LocalModelError(AgentEnvError):
     """The local model cannot play: what is wrong, in one line, and what to do."""
 
 

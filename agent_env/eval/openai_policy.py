@@ -21,6 +21,7 @@ import os
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from agent_env._errors import AgentEnvError
 from agent_env.eval._require import require_eval_extra
 
 require_eval_extra()
@@ -51,11 +52,11 @@ _LOOP = ClientLoop("agent-env-eval-endpoint")
 _T = TypeVar("_T")
 
 
-class EndpointError(Exception):
+class EndpointError(AgentEnvError):
     """The endpoint cannot play: what is wrong, in one line, and what to do."""
 
 
-class _UnreadableError(Exception):
+class _UnreadableError(AgentEnvError):
     """The endpoint answered 200 with something that is not a chat completion: what it sent."""
 
 

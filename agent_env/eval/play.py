@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent_env.errors import AgentEnvError, ErrorCode
 from agent_env.eval.policy import (
     END_TURN,
     AssistantMessage,
@@ -54,7 +55,7 @@ class PlaySettings:
     connect_timeout_s: float = 10.0
 
 
-class _EpisodeOverError(Exception):
+class _EpisodeOverError(AgentEnvError):
     """The episode cannot go on: `outcome` says how it ended."""
 
     def __init__(self, outcome: OutcomeRecord) -> None:
@@ -87,7 +88,7 @@ def play_sample(
     except _EpisodeOverError as ended:
         trajectory.outcome = ended.outcome
     except Exception as exc:  # the server went away, or refused the session
-        trajectory.outcome = OutcomeRecord(kind="failed", code="SESSION_LOST", reason=str(exc))
+        trajectory.outcome = OutcomeRecord(kind="failed", code=ErrorCode.SESSION_LOST, reason=str(exc))
     finally:
         session.close()
     trajectory.ended_at = time.time()
@@ -146,12 +147,12 @@ class _Game:
                 answer: AssistantMessage = self.policy(messages, tools)
             except PolicyError as exc:
                 raise _EpisodeOverError(
-                    OutcomeRecord(kind="error", code="POLICY_ERROR", reason=str(exc))
+                    OutcomeRecord(kind="error", code=ErrorCode.POLICY_ERROR, reason=str(exc))
                 ) from None
             except Exception as exc:  # a policy's own failure is the model side's, never a lost session
                 reason = f"the policy raised {type(exc).__name__}: {exc}"
                 raise _EpisodeOverError(
-                    OutcomeRecord(kind="error", code="POLICY_ERROR", reason=reason)
+                    OutcomeRecord(kind="error", code=ErrorCode.POLICY_ERROR, reason=reason)
                 ) from None
             messages.append(answer.as_message())
             last_text = answer.content or last_text
@@ -206,7 +207,7 @@ class _Game:
             answer = sent.result()
         except (SessionLostError, ServerRefusedError) as exc:
             raise _EpisodeOverError(
-                OutcomeRecord(kind="failed", code="SESSION_LOST", reason=str(exc))
+                OutcomeRecord(kind="failed", code=ErrorCode.SESSION_LOST, reason=str(exc))
             ) from None
         if answer.error is not None and (answer.done or answer.turn is None):
             error = answer.error

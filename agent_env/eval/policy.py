@@ -11,13 +11,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from agent_env._errors import AgentEnvError
 from agent_env.training.trl.classes import END_TURN as END_TURN  # re-exported: eval's names
 from agent_env.training.trl.classes import end_turn_tool as end_turn_tool
 
 Message = dict[str, Any]
 
 
-class PolicyError(Exception):
+class PolicyError(AgentEnvError):
     """The policy could not answer (its endpoint failed past its retries): the sample is an error,
     not a score of 0."""
 

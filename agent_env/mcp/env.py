@@ -22,6 +22,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from agent_env._errors import AgentEnvError
 from agent_env.mcp._require import require_mcp_extra
 
 require_mcp_extra()
@@ -44,7 +45,7 @@ _EXIT_WAIT_S = 1.0
 Transport = AbstractAsyncContextManager[tuple[ReadStream, WriteStream]]
 
 
-class McpToolError(Exception):
+class McpToolError(AgentEnvError):
     """A tool a verifier or a simulated user called answered with an error (its `isError` result)."""
 
 

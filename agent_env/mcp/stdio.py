@@ -36,6 +36,7 @@ from mcp import types
 from mcp.shared.message import SessionMessage
 
 from agent_env import _subreaper
+from agent_env._errors import AgentEnvError
 from agent_env._processes import exit_watch, kill_group, kill_session, ready, reap
 from agent_env._threads import run_sync
 from agent_env.mcp.limits import RequestId, too_large
@@ -54,7 +55,7 @@ ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
 WriteStream = MemoryObjectSendStream[SessionMessage]
 
 
-class ServerExitedError(Exception):
+class ServerExitedError(AgentEnvError):
     """The server closed its output: it exited, or is about to."""
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
+from agent_env._errors import AgentEnvError
 from agent_env.errors import EpisodeError, ErrorCode
 from agent_env.mcp.config import McpServerConfig
 from agent_env.names import name_problem
@@ -81,7 +82,7 @@ class McpTool:
         )
 
 
-class McpListingError(Exception):
+class McpListingError(AgentEnvError):
     """What is wrong with the tools a server listed, each problem naming its tool and the fix."""
 
     def __init__(self, problems: Sequence[str]) -> None:

@@ -64,6 +64,8 @@ class InterruptedCallError(AgentEnvError):
     """A call that missed its deadline (`DEADLINE_EXCEEDED`) or lost its connection (`CLIENT_GONE`,
     `SHUTTING_DOWN`); the caller words the message, since it knows the call."""
 
+    code: str
+
     def __init__(self, code: ErrorCode) -> None:
         super().__init__(code, code.meaning)
 

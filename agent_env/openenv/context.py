@@ -15,6 +15,8 @@ from agent_env.served import Served, ServedTask
 class TaskLookupError(AgentEnvError, LookupError):
     """A split or an index the server does not serve: `UNKNOWN_SPLIT` or `INDEX_OUT_OF_RANGE`."""
 
+    code: str
+
 
 @dataclass
 class ServerContext:

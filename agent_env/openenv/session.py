@@ -71,6 +71,8 @@ class _Answered:
 class _RefusedError(AgentEnvError):
     """A request the session answers with an error and nothing else."""
 
+    code: str
+
 
 class EpisodeSession:
     """The episode-playing half of `AgentEnvEnvironment`; runs on the server's event loop."""

@@ -29,8 +29,9 @@ DEADLINE_KEY = "timeout_s"
 MAX_LABEL_LENGTH = 200
 """The longest client label a reset takes (its `client`), which the episode's trajectory keeps."""
 
-ERROR_CODES: dict[str, str] = {code.value: code.meaning for code in ErrorCode}
-"""Every code an error observation can carry, with what it means (`agent_env.ErrorCode`'s)."""
+ERROR_CODES: dict[str, str] = {code.value: code.meaning for code in ErrorCode if code.on_wire}
+"""Every code an error observation can carry, with what it means (`agent_env.ErrorCode`'s, eval's
+own left out)."""
 
 ENDING_CODES = errors.ENDING_CODES
 """Codes of errors that end the episode they happen in."""

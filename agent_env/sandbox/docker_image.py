@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from agent_env._errors import AgentEnvError
 from agent_env.sandbox.config import DEFAULT_IMAGE
 
 PACKAGES = ("bash-static", "busybox-static")
@@ -30,7 +31,7 @@ _CHANGES = [
 ]
 
 
-class ImageBuildError(RuntimeError):
+class ImageBuildError(AgentEnvError, RuntimeError):
     """The image could not be built; the message says which step failed and what to do."""
 
 

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from agent_env._errors import AgentEnvError
 from agent_env.sandbox.base import KILL_MARGIN_S, CappedOutput, CommandResult
 
 DRIVER = r"""
@@ -151,11 +152,11 @@ class Shell:
                     del self._buffer[:-keep]
             chunk = await self._read()
             if not chunk:
-                raise _ShellEndedError
+                raise _ShellEndedError("the shell's output ended before the command's did")
             self._buffer += chunk
 
 
-class _ShellEndedError(Exception):
+class _ShellEndedError(AgentEnvError):
     """The shell's output ended before the command's did."""
 
 

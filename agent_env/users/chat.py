@@ -13,6 +13,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from agent_env._errors import AgentEnvError
 from agent_env.users._require import require_users_extra
 
 require_users_extra()
@@ -30,7 +31,7 @@ INSTRUCTIONS = (
 )
 
 
-class UserModelError(Exception):
+class UserModelError(AgentEnvError):
     """The user's model could not answer: what went wrong, in one line, and what to check."""
 
 

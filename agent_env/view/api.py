@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, get_args
 
+from agent_env._errors import AgentEnvError
 from agent_env.trajectory import OutcomeRecord, Trajectory
 from agent_env.view.folder import Listing, Recorded
 
@@ -21,7 +22,7 @@ SKIPPED_SHOWN = 50
 """How many skipped lines a listing names (it counts them all)."""
 
 
-class FilterError(ValueError):
+class FilterError(AgentEnvError, ValueError):
     """A query the list cannot answer; the message says which filter and what it takes."""
 
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_env._errors import AgentEnvError
 from agent_env._regular_files import NotReadError, jsonl_names, kind_of, look, open_folder, open_text
 from agent_env.recording import trajectories_in
 from agent_env.trajectory import Trajectory
@@ -27,7 +28,7 @@ from agent_env.trajectory import Trajectory
 _WHY_CHARS = 300
 
 
-class ViewError(Exception):
+class ViewError(AgentEnvError):
     """What `agent-env view` cannot show, and what to pass instead (one line, for the command)."""
 
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import re
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from agent_env import AgentEnvError, EpisodeError, ErrorCode
+import agent_env
+from agent_env import AgentEnvError, BundleError, EpisodeError, ErrorCode, load_bundle
 from agent_env.errors import validation_problems
+from tst.support.bundles import make_bundle
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "agent_env").rglob("*.py"))
@@ -29,15 +33,115 @@ def test_every_code_the_code_raises_is_an_error_code_and_every_error_code_is_rai
     literal = [
         f"{path.relative_to(ROOT)}: {found}"
         for path in SOURCES
-        for found in re.findall(r"(?:Error|_error)\(\s*\"[A-Z_]{4,}\"", path.read_text("utf-8"))
+        for found in re.findall(r"(?:Error\(|_error\(|code=)\s*\"[A-Z_]{4,}\"", path.read_text("utf-8"))
     ]
 
     assert used == {code.name for code in ErrorCode}
     assert literal == []
 
 
+def every_error_class_the_library_defines() -> list[type[BaseException]]:
+    """Each exception class defined in a module of agent_env, every module imported first
+    (`__main__` modules left out: importing one runs the command)."""
+    for found in pkgutil.walk_packages(agent_env.__path__, "agent_env."):
+        if not found.name.endswith(".__main__"):
+            importlib.import_module(found.name)
+    seen: set[type[BaseException]] = set()
+    todo: list[type[BaseException]] = [Exception]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                todo.append(sub)
+    return sorted(
+        (c for c in seen if c.__module__.startswith("agent_env") and not issubclass(c, Warning)),
+        key=lambda c: f"{c.__module__}.{c.__qualname__}",
+    )
+
+
+def test_every_error_the_library_defines_derives_from_agent_env_error() -> None:
+    defined = every_error_class_the_library_defines()
+    offenders = [f"{c.__module__}.{c.__qualname__}" for c in defined if not issubclass(c, AgentEnvError)]
+
+    assert len(defined) > 30
+    assert offenders == [], f"not AgentEnvErrors: {', '.join(offenders)}"
+
+
+def test_except_agent_env_error_catches_a_broken_bundle_still_a_bundle_error(tmp_path: Path) -> None:
+    root = make_bundle(tmp_path / "b", toml="[agents.reader\nenvs = 1\n")
+
+    with pytest.raises(AgentEnvError) as caught:
+        load_bundle(root)
+
+    assert isinstance(caught.value, BundleError)
+    assert str(caught.value).startswith(f"1 problem in {root}\n  bundle.toml: malformed TOML")
+
+
+@pytest.mark.parametrize(
+    ("name", "builtin"),
+    [
+        ("agent_env.errors.SandboxUnavailableError", RuntimeError),
+        ("agent_env.errors.SplitNotFoundError", KeyError),
+        ("agent_env.errors.TaskIndexError", IndexError),
+        ("agent_env.openenv.context.TaskLookupError", LookupError),
+        ("agent_env.sandbox.docker_image.ImageBuildError", RuntimeError),
+        ("agent_env.view.api.FilterError", ValueError),
+        ("agent_env.training.trl.errors.ServerUnavailableError", ConnectionError),
+        ("agent_env.training.trl.errors.ServerAtCapacityError", RuntimeError),
+        ("agent_env.training.trl.errors.FleetMismatchError", ValueError),
+        ("agent_env.training.trl.errors.UnknownSplitError", ValueError),
+        ("agent_env.training.trl.errors.ToolCallError", RuntimeError),
+        ("agent_env.training.trl.errors.DemonstrationError", RuntimeError),
+        ("agent_env.training.trl.errors.EvalResultsError", ValueError),
+        ("agent_env.training.trl.errors.UnsupportedToolError", ValueError),
+    ],
+)
+def test_an_error_keeps_the_built_in_base_a_caller_may_catch_it_by(
+    name: str, builtin: type[Exception]
+) -> None:
+    module, _, attribute = name.rpartition(".")
+    error = getattr(importlib.import_module(module), attribute)
+
+    assert issubclass(error, AgentEnvError) and issubclass(error, builtin)
+
+
+def test_an_unknown_split_or_index_is_an_agent_env_error_that_reads_as_its_message(tmp_path: Path) -> None:
+    bundle = load_bundle(make_bundle(tmp_path / "b"))
+
+    with pytest.raises(AgentEnvError) as split:
+        bundle.tasks("dev")
+    with pytest.raises(AgentEnvError) as index:
+        bundle.task("train", 5)
+
+    assert str(split.value) == "unknown split 'dev' (splits: train)"
+    assert str(index.value) == "split 'train' has 1 tasks; index 5 is out of range"
+
+
+def test_an_error_made_without_a_code_reads_as_its_message_alone() -> None:
+    error = BundleError("b", [])
+
+    assert (error.code, str(error)) == ("BUNDLE_INVALID", "0 problems in b")
+    assert AgentEnvError("went wrong").code is None and str(AgentEnvError("went wrong")) == "went wrong"
+
+
+def test_agent_env_error_is_importable_from_the_package_and_its_module_alike() -> None:
+    from agent_env import errors
+
+    assert agent_env.AgentEnvError is errors.AgentEnvError is AgentEnvError
+    assert "AgentEnvError" in agent_env.__all__
+
+
 def test_the_readme_s_table_lists_every_error_code_and_no_other():
     assert readme_table_codes() == {code.value for code in ErrorCode}
+
+
+def test_eval_s_own_codes_are_error_codes_the_server_never_sends() -> None:
+    from agent_env.openenv import ERROR_CODES
+
+    eval_s = {ErrorCode.SESSION_LOST, ErrorCode.POLICY_ERROR}
+
+    assert {code for code in ErrorCode if not code.on_wire} == eval_s
+    assert set(ERROR_CODES) == {code.value for code in ErrorCode} - eval_s
 
 
 def test_an_error_code_is_its_own_name_as_a_string_with_its_meaning():

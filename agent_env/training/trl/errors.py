@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agent_env._errors import AgentEnvError
 from agent_env.training.trl.signatures import UnsupportedToolError
 
 __all__ = [
@@ -17,28 +18,28 @@ __all__ = [
 ]
 
 
-class ServerUnavailableError(ConnectionError):
+class ServerUnavailableError(AgentEnvError, ConnectionError):
     """No agent_env server answers at the URL (or what answers is not one)."""
 
 
-class ServerAtCapacityError(RuntimeError):
+class ServerAtCapacityError(AgentEnvError, RuntimeError):
     """The server holds as many sessions as it may: it refused this one."""
 
 
-class FleetMismatchError(ValueError):
+class FleetMismatchError(AgentEnvError, ValueError):
     """The servers given as one fleet do not all serve the same tasks and bundle content, or a single
     server no longer serves what the run started with (restarted with another copy of the bundle)."""
 
 
-class UnknownSplitError(ValueError):
+class UnknownSplitError(AgentEnvError, ValueError):
     """The server serves no split of that name."""
 
 
-class ToolCallError(RuntimeError):
+class ToolCallError(AgentEnvError, RuntimeError):
     """A call the episode could not carry out; TRL shows its message to the model as the tool's error."""
 
 
-class DemonstrationError(RuntimeError):
+class DemonstrationError(AgentEnvError, RuntimeError):
     """A split's demonstrations cannot be made as asked: it has no reference plays, or (with
     `strict=True`) some no longer score what they should; or, from recorded trajectories, some are of
     tasks the server does not serve, or none is a success. `failures` names each such play."""
@@ -53,6 +54,6 @@ class DemonstrationWarning(UserWarning):
     or recorded trajectories of tasks the server does not serve (`foreign="skip"`)."""
 
 
-class EvalResultsError(ValueError):
+class EvalResultsError(AgentEnvError, ValueError):
     """Eval results that cannot choose the tasks asked for: they measured another bundle's tasks (its
     tasks fingerprint differs) or another split, or some of the split's tasks have no pass rate in them."""

@@ -158,7 +158,7 @@ class Rollouts:
             episode.deployed = True
             self._check_deploy(episode)
         if episode.stops_run:
-            raise FleetMismatchError(episode.ended)
+            raise FleetMismatchError(str(episode.ended))
 
     def _check_deploy(self, episode: _Episode) -> None:
         try:

@@ -38,7 +38,7 @@ _CLOSE_WAIT_S = 10.0
 _T = TypeVar("_T")
 
 
-class SessionLostError(Exception):
+class SessionLostError(AgentEnvError):
     """The session is gone: no answer in time, or the connection dropped. Its episode is lost."""
 
 
@@ -153,6 +153,8 @@ class SessionClient:
 class ServerRefusedError(AgentEnvError):
     """An OpenEnv error frame: the server refused the message (or the whole session). Its code is
     OpenEnv's own (`CAPACITY_REACHED`, `VALIDATION_ERROR`, ...), not one of `ErrorCode`."""
+
+    code: str
 
 
 def _at_capacity(url: str, message: str) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
 
+from agent_env._errors import AgentEnvError
 from agent_env.names import TRAINER_METHODS, name_problem
 
 _DOCSTRING_SECTIONS = ("Args:", "Returns:", "Raises:")
@@ -58,7 +59,7 @@ _SCALARS: dict[str, Any] = {
 _JSON_SCALAR_TYPES = (str, int, float, bool, type(None))
 
 
-class UnsupportedToolError(ValueError):
+class UnsupportedToolError(AgentEnvError, ValueError):
     """A server tool TRL could not call or show: the message names the tool, the problem and the fix."""
 
 

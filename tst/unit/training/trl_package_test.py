@@ -27,6 +27,7 @@ else:
 SHARED_WITH_THE_SERVER = {
     "agent_env",
     "agent_env._deadlines",
+    "agent_env._errors",
     "agent_env._extras",
     "agent_env._lazy",
     "agent_env._private",
@@ -41,8 +42,8 @@ SHARED_WITH_THE_SERVER = {
     "agent_env.openenv.tokens",
     "agent_env.openenv.wire",
 }
-"""agent_env's modules the trainer's side may load besides its own: the wire contract (its error codes
-and the name rules included), the package inits above it, the fences of what it relies on, and
+"""agent_env's modules the trainer's side may load besides its own: the wire contract (its error codes,
+their root and the name rules included), the package inits above it, the fences of what it relies on, and
 the deadlines both sides keep."""
 
 
