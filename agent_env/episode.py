@@ -374,8 +374,12 @@ class Episode:
         self._check_alive()
 
     async def _start_server(self, env: McpEnvSpec) -> None:
+        """Start (stdio) or reach (HTTP) the server, in the sandbox's folder when it is on this host; the
+        SDK (the `mcp` extra) is imported only here, at a deploy that has an MCP env."""
+        from agent_env.mcp.env import McpEnv
+
         folder = self._sandbox.root if isinstance(self._sandbox, OnHost) else None
-        self._envs[env.name] = await env.start(folder=folder, seed=self.task.seed.get(env.name))
+        self._envs[env.name] = await McpEnv.start(env, folder=folder, seed=self.task.seed.get(env.name))
 
     def _list_tools(self, servers: list[McpEnvSpec]) -> None:
         """Take the tools the MCP envs' servers listed into the episode's toolset."""

@@ -39,7 +39,6 @@ KNOWN: dict[frozenset[str], str] = {
             "agent_env.sandbox.owner",
         }
     ): "the engine's client and labels live in docker.py, which imports the modules that use them",
-    frozenset({"agent_env.mcp.env", "agent_env.mcp.spec"}): "McpEnvSpec deploys McpEnv, which types its spec",
 }
 
 
