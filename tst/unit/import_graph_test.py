@@ -31,14 +31,6 @@ KNOWN: dict[frozenset[str], str] = {
             "agent_env.verifiers",
         }
     ): "the verifier and user contexts read the episode; trajectory_of lives beside the record schema",
-    frozenset(
-        {
-            "agent_env.sandbox.docker",
-            "agent_env.sandbox.docker_image",
-            "agent_env.sandbox.docker_removal",
-            "agent_env.sandbox.owner",
-        }
-    ): "the engine's client and labels live in docker.py, which imports the modules that use them",
 }
 
 
