@@ -41,7 +41,7 @@ if _typing.TYPE_CHECKING:
         TurnEnded,
     )
     from agent_env.mcp import McpEnv, McpEnvSpec, McpServerConfig, McpTool, McpToolError
-    from agent_env.recording import Redaction, TrajectoryRecorder, read_trajectories
+    from agent_env.recording import Redaction, TrajectoryRecorder, read_trajectories, trajectory_of
     from agent_env.replay import PlayResult, load_solutions, play
     from agent_env.sandbox import (
         CommandResult,
@@ -77,7 +77,6 @@ if _typing.TYPE_CHECKING:
         Trajectory,
         TurnRecord,
         VerifierRecord,
-        trajectory_of,
     )
     from agent_env.users import SimulatedUser, UserContext
     from agent_env.verifiers import VerifierContext
@@ -112,7 +111,7 @@ else:
                 "TurnEnded",
             ],
             "agent_env.mcp": ["McpEnv", "McpEnvSpec", "McpServerConfig", "McpTool", "McpToolError"],
-            "agent_env.recording": ["Redaction", "TrajectoryRecorder", "read_trajectories"],
+            "agent_env.recording": ["Redaction", "TrajectoryRecorder", "read_trajectories", "trajectory_of"],
             "agent_env.replay": ["PlayResult", "load_solutions", "play"],
             "agent_env.sandbox": [
                 "CommandResult",
@@ -148,7 +147,6 @@ else:
                 "Trajectory",
                 "TurnRecord",
                 "VerifierRecord",
-                "trajectory_of",
             ],
             "agent_env.users": ["SimulatedUser", "UserContext"],
             "agent_env.verifiers": ["VerifierContext"],

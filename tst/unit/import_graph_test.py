@@ -23,14 +23,13 @@ PACKAGE = Path(agent_env.__file__).parent
 KNOWN: dict[frozenset[str], str] = {
     frozenset(
         {
-            "agent_env.episode",
             "agent_env.task",
-            "agent_env.trajectory",
             "agent_env.users.chat",
             "agent_env.users.spec",
             "agent_env.verifiers",
         }
-    ): "the verifier and user contexts read the episode; trajectory_of lives beside the record schema",
+    ): "VerifierContext (verifiers.py) holds the Task, which holds its verifiers; users/chat.py reads "
+    "STOP and UserModel from users/spec.py, which makes the chat user",
 }
 
 
