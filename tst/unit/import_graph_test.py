@@ -21,15 +21,10 @@ import agent_env
 PACKAGE = Path(agent_env.__file__).parent
 
 KNOWN: dict[frozenset[str], str] = {
-    frozenset(
-        {
-            "agent_env.task",
-            "agent_env.users.chat",
-            "agent_env.users.spec",
-            "agent_env.verifiers",
-        }
-    ): "VerifierContext (verifiers.py) holds the Task, which holds its verifiers; users/chat.py reads "
-    "STOP and UserModel from users/spec.py, which makes the chat user",
+    frozenset({"agent_env.task", "agent_env.users.spec", "agent_env.verifiers"}): (
+        "VerifierContext (verifiers.py) and UserContext (users/spec.py) hold the Task, which holds its "
+        "verifiers and user"
+    ),
 }
 
 
