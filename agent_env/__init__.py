@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 
 if _typing.TYPE_CHECKING:
     from agent_env.bundle import Bundle, load_bundle
+    from agent_env.contexts import VerifierContext
     from agent_env.env import Env, EnvSpec
     from agent_env.episode import Episode, EpisodeState, TurnEnd
     from agent_env.errors import (
@@ -79,12 +80,12 @@ if _typing.TYPE_CHECKING:
         VerifierRecord,
     )
     from agent_env.users import SimulatedUser, UserContext
-    from agent_env.verifiers import VerifierContext
 else:
     _lazy_exports(
         __name__,
         {
             "agent_env.bundle": ["Bundle", "load_bundle"],
+            "agent_env.contexts": ["VerifierContext"],
             "agent_env.env": ["Env", "EnvSpec"],
             "agent_env.episode": ["Episode", "EpisodeState", "TurnEnd"],
             "agent_env.errors": [
@@ -149,7 +150,6 @@ else:
                 "VerifierRecord",
             ],
             "agent_env.users": ["SimulatedUser", "UserContext"],
-            "agent_env.verifiers": ["VerifierContext"],
         },
     )
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from agent_env._threads import call_maybe_async, run_in_own_thread
 from agent_env._unicode import NOT_UNICODE, invalid_text, valid_data, valid_text
+from agent_env.contexts import UserContext, VerifierContext
 from agent_env.env import Env, EnvSpec
 from agent_env.errors import ENDING_CODES, EpisodeError, ErrorCode
 from agent_env.events import (
@@ -43,8 +44,7 @@ from agent_env.sandbox.base import OnHost, Sandbox, SandboxProvider
 from agent_env.sandbox.registry import sandbox_provider
 from agent_env.task import Task
 from agent_env.toolset import AnyTool, Toolset
-from agent_env.users.spec import UserContext
-from agent_env.verifiers import EnvInstance, VerifierContext, aggregate
+from agent_env.verifiers import EnvInstance, aggregate
 
 if TYPE_CHECKING:
     from agent_env.mcp.env import McpEnv

@@ -10,14 +10,16 @@ import typing as _typing
 from agent_env._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
+    from agent_env.contexts import UserContext
     from agent_env.users.settings import STOP, UserFunction, UserModel
-    from agent_env.users.spec import SimulatedUser, UserContext
+    from agent_env.users.spec import SimulatedUser
 else:
     _lazy_exports(
         __name__,
         {
+            "agent_env.contexts": ["UserContext"],
             "agent_env.users.settings": ["STOP", "UserFunction", "UserModel"],
-            "agent_env.users.spec": ["SimulatedUser", "UserContext"],
+            "agent_env.users.spec": ["SimulatedUser"],
         },
     )
 

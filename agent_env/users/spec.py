@@ -12,9 +12,10 @@ something else than a message ends the episode unscored (`USER_FAILED`).
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agent_env._threads import run_in_own_thread
 from agent_env.errors import EpisodeError, ErrorCode
@@ -27,17 +28,20 @@ from agent_env.users.settings import USER_KINDS as USER_KINDS
 from agent_env.users.settings import UserFunction as UserFunction
 from agent_env.users.settings import UserModel as UserModel
 from agent_env.users.settings import UserSpec as UserSpec
-from agent_env.verifiers import VerifierContext
+
+if TYPE_CHECKING:
+    from agent_env.trajectory import TurnRecord
 
 UserFunctionType = Callable[..., Any]
-"""A bundle's user: `(context: UserContext, **args) -> str | None`, sync or async."""
+"""A bundle's user: `(context: Conversation, **args) -> str | None`, sync or async."""
 
 
-@dataclass(frozen=True)
-class UserContext(VerifierContext):
-    """What a simulated user sees: the task, the envs as they are now, the replies, and `turns`, the
-    conversation so far (each turn's message, tool calls with results, and reply, the last one's
-    included)."""
+class Conversation(Protocol):
+    """What a simulated user is asked with (`agent_env.contexts.UserContext` is the episode's): typed here
+    so that the user, which a Task holds, does not import the context, which holds the Task."""
+
+    @property
+    def turns(self) -> list[TurnRecord]: ...
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ class SimulatedUser:
             return f"user function '{self.spec.function}'"
         return f"user model '{self.spec.model}' at {self.spec.model_url}"
 
-    async def next_message(self, context: UserContext) -> str | None:
+    async def next_message(self, context: Conversation) -> str | None:
         """The user's next message, or None to end the task; EpisodeError USER_FAILED saying why when
         it raises, outlasts `timeout_s` or answers anything but a message or None."""
         limit = self.spec.timeout_s
@@ -84,7 +88,7 @@ class SimulatedUser:
             )
         return answer
 
-    async def _answer(self, context: UserContext) -> Any:
+    async def _answer(self, context: Conversation) -> Any:
         if isinstance(self.spec, UserModel):
             from agent_env.users.chat import ask_user_model
 
@@ -99,3 +103,11 @@ class SimulatedUser:
         return EpisodeError(
             ErrorCode.USER_FAILED, f"the simulated user ({self.label}) {what}: the episode ended unscored"
         )
+
+
+def __getattr__(name: str) -> Any:
+    """`UserContext`, still importable from here: its home is agent_env.contexts (which imports the Task,
+    which imports this module), loaded by name on first use as agent_env._lazy does."""
+    if name == "UserContext":
+        return importlib.import_module("agent_env.contexts").UserContext
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
