@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 
 if _typing.TYPE_CHECKING:
     from agent_env.bundle import Bundle, load_bundle
+    from agent_env.contexts import VerifierContext
     from agent_env.env import Env, EnvSpec
     from agent_env.episode import Episode, EpisodeState, TurnEnd
     from agent_env.errors import (
@@ -41,7 +42,7 @@ if _typing.TYPE_CHECKING:
         TurnEnded,
     )
     from agent_env.mcp import McpEnv, McpEnvSpec, McpServerConfig, McpTool, McpToolError
-    from agent_env.recording import Redaction, TrajectoryRecorder, read_trajectories
+    from agent_env.recording import Redaction, TrajectoryRecorder, read_trajectories, trajectory_of
     from agent_env.replay import PlayResult, load_solutions, play
     from agent_env.sandbox import (
         CommandResult,
@@ -77,15 +78,14 @@ if _typing.TYPE_CHECKING:
         Trajectory,
         TurnRecord,
         VerifierRecord,
-        trajectory_of,
     )
     from agent_env.users import SimulatedUser, UserContext
-    from agent_env.verifiers import VerifierContext
 else:
     _lazy_exports(
         __name__,
         {
             "agent_env.bundle": ["Bundle", "load_bundle"],
+            "agent_env.contexts": ["VerifierContext"],
             "agent_env.env": ["Env", "EnvSpec"],
             "agent_env.episode": ["Episode", "EpisodeState", "TurnEnd"],
             "agent_env.errors": [
@@ -112,7 +112,7 @@ else:
                 "TurnEnded",
             ],
             "agent_env.mcp": ["McpEnv", "McpEnvSpec", "McpServerConfig", "McpTool", "McpToolError"],
-            "agent_env.recording": ["Redaction", "TrajectoryRecorder", "read_trajectories"],
+            "agent_env.recording": ["Redaction", "TrajectoryRecorder", "read_trajectories", "trajectory_of"],
             "agent_env.replay": ["PlayResult", "load_solutions", "play"],
             "agent_env.sandbox": [
                 "CommandResult",
@@ -148,10 +148,8 @@ else:
                 "Trajectory",
                 "TurnRecord",
                 "VerifierRecord",
-                "trajectory_of",
             ],
             "agent_env.users": ["SimulatedUser", "UserContext"],
-            "agent_env.verifiers": ["VerifierContext"],
         },
     )
 

@@ -53,7 +53,8 @@ from agent_env.specs import AccessChange, Script
 from agent_env.task import Agent, AgentConfig, BundleConfig, FileSource, Task, TaskEntry
 from agent_env.toolset import AnyEnvSpec, Toolset
 from agent_env.users._require import INSTALL as USERS_INSTALL
-from agent_env.users.spec import USER_KINDS, SimulatedUser, UserFunction, UserModel
+from agent_env.users.settings import USER_KINDS, UserFunction, UserModel
+from agent_env.users.spec import SimulatedUser
 from agent_env.verifiers import VERIFIER_TYPES, FunctionCheck, ItemsCheck, Verifier, VerifierFunction
 
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")

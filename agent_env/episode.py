@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from agent_env._threads import call_maybe_async, run_in_own_thread
 from agent_env._unicode import NOT_UNICODE, invalid_text, valid_data, valid_text
+from agent_env.contexts import UserContext, VerifierContext
 from agent_env.env import Env, EnvSpec
 from agent_env.errors import ENDING_CODES, EpisodeError, ErrorCode
 from agent_env.events import (
@@ -43,8 +44,7 @@ from agent_env.sandbox.base import OnHost, Sandbox, SandboxProvider
 from agent_env.sandbox.registry import sandbox_provider
 from agent_env.task import Task
 from agent_env.toolset import AnyTool, Toolset
-from agent_env.users.spec import UserContext
-from agent_env.verifiers import EnvInstance, VerifierContext, aggregate
+from agent_env.verifiers import EnvInstance, aggregate
 
 if TYPE_CHECKING:
     from agent_env.mcp.env import McpEnv
@@ -374,8 +374,12 @@ class Episode:
         self._check_alive()
 
     async def _start_server(self, env: McpEnvSpec) -> None:
+        """Start (stdio) or reach (HTTP) the server, in the sandbox's folder when it is on this host; the
+        SDK (the `mcp` extra) is imported only here, at a deploy that has an MCP env."""
+        from agent_env.mcp.env import McpEnv
+
         folder = self._sandbox.root if isinstance(self._sandbox, OnHost) else None
-        self._envs[env.name] = await env.start(folder=folder, seed=self.task.seed.get(env.name))
+        self._envs[env.name] = await McpEnv.start(env, folder=folder, seed=self.task.seed.get(env.name))
 
     def _list_tools(self, servers: list[McpEnvSpec]) -> None:
         """Take the tools the MCP envs' servers listed into the episode's toolset."""

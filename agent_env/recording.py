@@ -9,7 +9,8 @@ fails, a full queue) is dropped and counted by reason (`dropped`, `dropped_by_re
 one is tried afresh: nothing a trajectory holds and nothing the disk does stops the writer, or a
 server. Losses are logged without flooding: the first with its reason, then the running total at
 most every `_LOG_EVERY_S` and at close, so every count logged is the true one.
-`read_trajectories` reads a folder (or file) back, skipping lines that are not trajectories.
+`read_trajectories` reads a folder (or file) back, skipping lines that are not trajectories;
+`trajectory_of` makes an episode's trajectory from its events.
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ from pydantic import ValidationError
 from agent_env._regular_files import NotReadError, jsonl_names, look, open_folder, open_text
 from agent_env._unicode import NOT_UNICODE, invalid_text
 from agent_env.errors import validation_problems
-from agent_env.trajectory import Trajectory
+from agent_env.events import Deployed, Scored, TornDown, TurnEnded
+from agent_env.trajectory import Trajectory, _turns_of
+
+if typing.TYPE_CHECKING:
+    from agent_env.episode import Episode
 
 log = logging.getLogger("agent_env.recording")
 
@@ -388,3 +393,54 @@ def trajectories_in(
                 number,
                 "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""),
             )
+
+
+def trajectory_of(episode: Episode, *, client: str | None = None) -> Trajectory:
+    """The trajectory of an episode, from its events; complete once it is torn down.
+
+    It is built as plain data and validated once, in one call: a server makes one per episode, on
+    its event loop, and a model per call and per turn would cost twice as much.
+    """
+    task = episode.task
+    timings: dict[str, float | None] = {"deploy_s": None, "verify_s": None, "teardown_s": None}
+    verifiers: list[dict[str, Any]] = []
+    last_reply_at: float | None = None
+    for event in episode.events:
+        if isinstance(event, Deployed):
+            timings["deploy_s"] = event.seconds
+        elif isinstance(event, TurnEnded):
+            last_reply_at = event.at
+        elif isinstance(event, Scored):
+            if last_reply_at is not None:
+                timings["verify_s"] = event.at - last_reply_at
+            verifiers = [
+                {"type": verifier.spec.type, "weight": verifier.spec.weight, "score": score}
+                for verifier, score in zip(task.verifiers, event.verifier_scores, strict=False)
+            ]
+        elif isinstance(event, TornDown):
+            timings["teardown_s"] = event.seconds
+    turns = _turns_of(episode.events, task.turns)
+    outcome = episode.outcome
+    ended_at = episode.events[-1].at if episode.events else None
+    started_at = episode.started_at
+    if ended_at is not None and started_at is not None:
+        timings["total_s"] = ended_at - started_at
+    return Trajectory.model_validate(
+        {
+            "recorded_by": "server",
+            "client": client,
+            "task": {"split": task.split, "index": task.index, "id": task.id, "toolset": task.toolset.name},
+            "system_prompt": task.agent.system_prompt or None,
+            "started_at": started_at,
+            "ended_at": ended_at,
+            "turns": turns,
+            "verifiers": verifiers,
+            "score": outcome.score if outcome is not None and outcome.kind == "scored" else None,
+            "outcome": {
+                "kind": outcome.kind if outcome is not None else "abandoned",
+                "code": outcome.code if outcome is not None else None,
+                "reason": outcome.reason if outcome is not None else "",
+            },
+            "timings": timings,
+        }
+    )

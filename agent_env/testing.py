@@ -19,6 +19,7 @@ from functools import partial
 from typing import Any
 
 from agent_env._threads import call_maybe_async
+from agent_env.contexts import VerifierContext
 from agent_env.env import Env, EnvSpec
 from agent_env.episode import Episode, EpisodeState
 from agent_env.events import EpisodeEvent, ToolCalled, TornDown
@@ -28,7 +29,7 @@ from agent_env.specs import Script
 from agent_env.task import Agent, Task, TaskSpec
 from agent_env.tools import Tool
 from agent_env.toolset import DEFAULT_ROLE, AccessChange, Toolset
-from agent_env.verifiers import FunctionCheck, Verifier, VerifierContext
+from agent_env.verifiers import FunctionCheck, Verifier
 
 
 class Gate:

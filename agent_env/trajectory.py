@@ -2,31 +2,28 @@
 
 A trajectory is one JSON line: the task, each turn's prompt, tool calls (with their arguments, result
 or error, and time) and reply, each verifier's score, the score, how the episode ended and how long
-its phases took. The server writes it from the episode's own events (`trajectory_of`); eval writes
-the same model from what its client saw. The schema is versioned (`SCHEMA_VERSION`); its JSON Schema
+its phases took. The server writes it from the episode's own events (`trajectory_of`, in
+agent_env.recording, so that this schema depends on the events alone); eval writes the same model
+from what its client saw. The schema is versioned (`SCHEMA_VERSION`); its JSON Schema
 is `docs/trajectory.schema.json`, which a test keeps equal to `Trajectory.model_json_schema()`.
 """
 
 from __future__ import annotations
 
+import importlib
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_env.events import (
     Deployed,
     EpisodeEvent,
-    Scored,
     ToolAnswered,
     ToolCalled,
-    TornDown,
     TurnEnded,
 )
-
-if TYPE_CHECKING:
-    from agent_env.episode import Episode
 
 SCHEMA_VERSION: Literal[1] = 1
 
@@ -122,57 +119,6 @@ class Trajectory(_Record):
         return sum(1 for turn in self.turns for call in turn.calls if call.error_code is not None)
 
 
-def trajectory_of(episode: Episode, *, client: str | None = None) -> Trajectory:
-    """The trajectory of an episode, from its events; complete once it is torn down.
-
-    It is built as plain data and validated once, in one call: a server makes one per episode, on
-    its event loop, and a model per call and per turn would cost twice as much.
-    """
-    task = episode.task
-    timings: dict[str, float | None] = {"deploy_s": None, "verify_s": None, "teardown_s": None}
-    verifiers: list[dict[str, Any]] = []
-    last_reply_at: float | None = None
-    for event in episode.events:
-        if isinstance(event, Deployed):
-            timings["deploy_s"] = event.seconds
-        elif isinstance(event, TurnEnded):
-            last_reply_at = event.at
-        elif isinstance(event, Scored):
-            if last_reply_at is not None:
-                timings["verify_s"] = event.at - last_reply_at
-            verifiers = [
-                {"type": verifier.spec.type, "weight": verifier.spec.weight, "score": score}
-                for verifier, score in zip(task.verifiers, event.verifier_scores, strict=False)
-            ]
-        elif isinstance(event, TornDown):
-            timings["teardown_s"] = event.seconds
-    turns = _turns_of(episode.events, task.turns)
-    outcome = episode.outcome
-    ended_at = episode.events[-1].at if episode.events else None
-    started_at = episode.started_at
-    if ended_at is not None and started_at is not None:
-        timings["total_s"] = ended_at - started_at
-    return Trajectory.model_validate(
-        {
-            "recorded_by": "server",
-            "client": client,
-            "task": {"split": task.split, "index": task.index, "id": task.id, "toolset": task.toolset.name},
-            "system_prompt": task.agent.system_prompt or None,
-            "started_at": started_at,
-            "ended_at": ended_at,
-            "turns": turns,
-            "verifiers": verifiers,
-            "score": outcome.score if outcome is not None and outcome.kind == "scored" else None,
-            "outcome": {
-                "kind": outcome.kind if outcome is not None else "abandoned",
-                "code": outcome.code if outcome is not None else None,
-                "reason": outcome.reason if outcome is not None else "",
-            },
-            "timings": timings,
-        }
-    )
-
-
 def turn_records(events: Sequence[EpisodeEvent], prompts: Sequence[str]) -> list[TurnRecord]:
     """The conversation an episode's events hold, turn by turn (`prompts` are the task's fixed turns,
     from which the first is taken; a later one comes with the event that opened it)."""
@@ -212,3 +158,11 @@ def _turn(turns: list[dict[str, Any]], number: int, prompts: Sequence[str]) -> d
     if not turns or turns[-1]["turn"] != number:
         turns.append(_turn_record(number, prompts[number - 1] if number <= len(prompts) else ""))
     return turns[-1]
+
+
+def __getattr__(name: str) -> Any:
+    """`trajectory_of`, still importable from here: its home is agent_env.recording, loaded by name on
+    first use (as agent_env._lazy does) so that this schema never imports the episode."""
+    if name == "trajectory_of":
+        return importlib.import_module("agent_env.recording").trajectory_of
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,26 +7,23 @@ score aggregates its verifiers: a weighted mean, or all-pass (1 only when every 
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_env._threads import call_maybe_async
 from agent_env.errors import EpisodeError, ErrorCode
-from agent_env.sandbox.base import CommandResult, Sandbox
-from agent_env.tools import Tool
+from agent_env.sandbox.base import CommandResult
 
 if TYPE_CHECKING:
     from agent_env.env import Env
-    from agent_env.events import EpisodeEvent
     from agent_env.mcp.env import McpEnv
-    from agent_env.task import Task
-    from agent_env.trajectory import TurnRecord
 
 EnvInstance: TypeAlias = "Env | McpEnv"
 """One episode's env: an instance of a Python env's class, or a session with an MCP env's server."""
@@ -103,60 +100,16 @@ VerifierFunction = Callable[..., Any]
 """A bundle's verifier: `(context: VerifierContext, **args) -> float | bool`, sync or async."""
 
 
-@dataclass(frozen=True)
-class VerifierContext:
-    """What a verifier sees of a finished episode (and a simulated user of one under way)."""
-
-    task: Task
-    envs: Mapping[str, EnvInstance]
-    """Each env of the episode by name: a Python env's instance, or an MCP env's `McpEnv`, whose
-    tools `call` (from a sync function) and `acall` (from an async one) return their values."""
-    replies: tuple[str, ...]
-    sandbox: Sandbox | None = None
-    events: Sequence[EpisodeEvent] = ()
-    """What happened in the episode until its last turn ended, in order (`agent_env.events`)."""
+class ScoringContext(Protocol):
+    """What a verifier scores with (`agent_env.contexts.VerifierContext` is the episode's): typed here so
+    that the verifiers, which a Task holds, do not import the context, which holds the Task."""
 
     @property
-    def reply(self) -> str:
-        """The reply that ended the last turn."""
-        return self.replies[-1] if self.replies else ""
+    def reply(self) -> str: ...
 
-    @property
-    def turns(self) -> list[TurnRecord]:
-        """The conversation so far, turn by turn: each turn's user message, its tool calls with their
-        results, and the reply that ended it (as a trajectory records them)."""
-        from agent_env.trajectory import turn_records
+    async def items(self, check: ItemsCheck) -> Any: ...
 
-        turns = turn_records(self.events, self.task.turns)
-        # A simulated user is asked before the event that ends the turn, which carries its answer.
-        if turns and turns[-1].reply is None and len(self.replies) >= turns[-1].turn:
-            turns[-1].reply = self.replies[turns[-1].turn - 1]
-        return turns
-
-    async def items(self, check: ItemsCheck) -> Any:
-        """What an `items` verifier compares: the env's `items()`, or what its `tool` returns (a Python
-        env's tool was checked at load; an MCP env's is its server's to know)."""
-        from agent_env.env import Env
-
-        env = self.envs[check.env]
-        if isinstance(env, Env):
-            if check.tool is None:
-                return await call_maybe_async(env.items)
-            spec = next(e for e in self.task.toolset.envs if e.name == check.env)
-            tool = spec.tool(check.tool)
-            assert isinstance(tool, Tool), "load_bundle checks the items verifier's tool"
-            return await tool.invoke(env, check.arguments)
-        assert check.tool is not None, "load_bundle gives an MCP env's items verifier a tool"
-        return await env.acall(check.tool, check.arguments)
-
-    async def bash(self, command: str, timeout_s: float = 30.0) -> CommandResult:
-        """Run a command in the agent's sandbox, as the `bash` verifier does."""
-        if self.sandbox is None:
-            raise EpisodeError(
-                ErrorCode.VERIFIER_FAILED, f"task '{self.task.id}' has no sandbox to run bash in"
-            )
-        limit = self.task.sandbox_settings.max_output_bytes
-        return await self.sandbox.run(command, timeout_s=timeout_s, max_output_bytes=limit)
+    async def bash(self, command: str, timeout_s: float = ...) -> CommandResult: ...
 
 
 @dataclass(frozen=True)
@@ -166,7 +119,7 @@ class Verifier:
     spec: ItemsCheck | BashCheck | ReplyCheck | FunctionCheck
     function: VerifierFunction | None = field(default=None, repr=False)
 
-    async def score(self, context: VerifierContext) -> float:
+    async def score(self, context: ScoringContext) -> float:
         """The score in [0, 1]; a verifier that cannot score raises EpisodeError VERIFIER_FAILED."""
         spec = self.spec
         if isinstance(spec, ItemsCheck):
@@ -239,3 +192,11 @@ def _as_score(name: str, value: Any) -> float:
         ErrorCode.VERIFIER_FAILED,
         f"verifier function '{name}' returned {value!r}; return a number in [0, 1] or a bool",
     )
+
+
+def __getattr__(name: str) -> Any:
+    """`VerifierContext`, still importable from here: its home is agent_env.contexts (which imports the
+    Task, which imports this module), loaded by name on first use as agent_env._lazy does."""
+    if name == "VerifierContext":
+        return importlib.import_module("agent_env.contexts").VerifierContext
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,23 +2,20 @@
 
 Its tools are whatever the server lists when an episode starts it, so a toolset with an MCP env is
 known only once deployed: the Task API lists its tools as null, and a trainer learns them by playing
-one of its tasks. Starting it needs the `mcp` extra, imported only then.
+one of its tasks. `McpEnv.start` (agent_env.mcp.env, the `mcp` extra) starts it: this module is the
+declaration alone, below the session that imports it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import ClassVar
 
 from agent_env.mcp.config import McpServerConfig
 from agent_env.mcp.tools import McpTool
-
-if TYPE_CHECKING:
-    from agent_env.mcp.env import McpEnv
 
 
 @dataclass(frozen=True)
@@ -47,10 +44,3 @@ class McpEnvSpec:
     def tool(self, name: str) -> McpTool | None:
         """The listed tool called `name`, or None (also before the server listed any)."""
         return next((t for t in self.tools or () if t.name == name), None)
-
-    async def start(self, *, folder: Path | None, seed: Mapping[str, Any] | None = None) -> McpEnv:
-        """Start (stdio) or reach (HTTP) the server for one episode: `folder` is the episode's sandbox
-        folder on this host, if it has one; `seed` the task's data for this env (stdio only)."""
-        from agent_env.mcp.env import McpEnv
-
-        return await McpEnv.start(self, folder=folder, seed=seed)

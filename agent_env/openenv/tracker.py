@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 
 from agent_env.episode import Episode
 from agent_env.events import ToolCalled, TurnEnded
-from agent_env.recording import TrajectoryRecorder
-from agent_env.trajectory import trajectory_of
+from agent_env.recording import TrajectoryRecorder, trajectory_of
 
 if TYPE_CHECKING:
     from agent_env.openenv.metrics import ServerMetrics

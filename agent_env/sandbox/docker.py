@@ -25,7 +25,6 @@ import base64
 import contextlib
 import io
 import logging
-import os
 import socket
 import tarfile
 import threading
@@ -38,20 +37,19 @@ from agent_env._threads import run_sync
 from agent_env.errors import SandboxUnavailableError
 from agent_env.sandbox.base import CappedOutput, CommandResult
 from agent_env.sandbox.config import SandboxConfig
+from agent_env.sandbox.docker_engine import ENGINE_TIMEOUT_S, docker_client
+from agent_env.sandbox.docker_engine import INSTALL_HINT as INSTALL_HINT  # its home is the engine's leaf
 from agent_env.sandbox.docker_image import WORK_FOLDER
 from agent_env.sandbox.docker_removal import Removals, remove_orphans
 from agent_env.sandbox.owner import owner_labels
 from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot
 
-INSTALL_HINT = "pip install 'agentenv-framework[docker]'"
 _KILL_ALL = ["/bin/bash", "-c", "kill -9 -1"]
 _PAGE = 4096
 _CHECK_TIMEOUT_S = 10.0
 _MAX_INLINE_ARCHIVE = 96 * 1024
 """The most base64 of the task's files sent as one command (a command is one argument of at most
 128 KiB to `bash -c`); more goes in through an exec of its own."""
-_ENGINE_TIMEOUT_S = 120
-"""How long one call to the engine may take: a busy engine creating dozens of containers is slow."""
 # The container's init: bash reaps every orphan it adopts, so killed leftovers leave no zombie that
 # would hold a pid, and `kill -1` never reaches it (it spares pid 1). Sent SIGUSR1 (the host's "a
 # command is past its deadline"), it passes it on to every other process: the shell, which traps it
@@ -65,25 +63,6 @@ _INIT = [
 _ENVIRONMENT = {"HOME": WORK_FOLDER, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
 
 log = logging.getLogger(__name__)
-
-
-def docker_client() -> Any:
-    """A client of the engine `DOCKER_HOST` names (the local socket by default), checked with a ping."""
-    try:
-        import docker
-    except ImportError as exc:
-        raise SandboxUnavailableError(f"the docker sandbox needs the Docker SDK: {INSTALL_HINT}") from exc
-    where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-    try:
-        client = docker.from_env(timeout=_ENGINE_TIMEOUT_S)
-        client.ping()
-    except Exception as exc:
-        raise SandboxUnavailableError(
-            f"the docker sandbox needs a Docker engine, and none answered at {where} ({exc}). Start one "
-            "(see the README's 'Docker sandboxes'), set DOCKER_HOST, or choose the local sandbox "
-            "(--sandbox local)"
-        ) from exc
-    return client
 
 
 class DockerSandbox:
@@ -127,7 +106,7 @@ class DockerSandbox:
         encoded = base64.b64encode(archive).decode()
         if len(encoded) <= _MAX_INLINE_ARCHIVE:  # one command: far quicker than an exec of its own
             command = f"set -o pipefail; printf %s '{encoded}' | base64 -d | tar -x -C {WORK_FOLDER}"
-            answer = await self.run(command, timeout_s=_ENGINE_TIMEOUT_S, max_output_bytes=_PAGE)
+            answer = await self.run(command, timeout_s=ENGINE_TIMEOUT_S, max_output_bytes=_PAGE)
             exit_code, output = answer.exit_code, answer.output
         else:
             exit_code, output = await run_sync(_unpack_by_exec, self.container, archive)

@@ -18,10 +18,10 @@ from typing import Any
 
 from agent_env._errors import AgentEnvError
 from agent_env.sandbox.config import DEFAULT_IMAGE
+from agent_env.sandbox.docker_engine import SANDBOX_LABEL, docker_client
 
 PACKAGES = ("bash-static", "busybox-static")
 WORK_FOLDER = "/work"
-SANDBOX_LABEL = "agent-env.sandbox"
 _CHANGES = [
     "ENV PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
     "ENV LANG=C.UTF-8",
@@ -37,8 +37,6 @@ class ImageBuildError(AgentEnvError, RuntimeError):
 
 def build_sandbox_image(tag: str = DEFAULT_IMAGE, *, client: Any = None) -> str:
     """Build the image and import it into the engine as `tag`; returns the image's id."""
-    from agent_env.sandbox.docker import docker_client
-
     with tempfile.TemporaryDirectory(prefix="agent-env-image-") as work:
         folder = Path(work)
         for deb in _download(folder):

@@ -16,7 +16,7 @@ import logging
 import threading
 from typing import Any
 
-from agent_env.sandbox.docker_image import SANDBOX_LABEL
+from agent_env.sandbox.docker_engine import SANDBOX_LABEL
 from agent_env.sandbox.owner import HOST_LABEL, owner_alive, this_host
 
 _WORKERS = 4

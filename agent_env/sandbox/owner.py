@@ -14,7 +14,7 @@ import socket
 from collections.abc import Mapping
 from pathlib import Path
 
-from agent_env.sandbox.docker_image import SANDBOX_LABEL
+from agent_env.sandbox.docker_engine import SANDBOX_LABEL
 
 HOST_LABEL = f"{SANDBOX_LABEL}.server-host"
 PID_LABEL = f"{SANDBOX_LABEL}.server-pid"

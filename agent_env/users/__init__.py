@@ -10,11 +10,17 @@ import typing as _typing
 from agent_env._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
-    from agent_env.users.spec import STOP, SimulatedUser, UserContext, UserFunction, UserModel
+    from agent_env.contexts import UserContext
+    from agent_env.users.settings import STOP, UserFunction, UserModel
+    from agent_env.users.spec import SimulatedUser
 else:
     _lazy_exports(
         __name__,
-        {"agent_env.users.spec": ["STOP", "SimulatedUser", "UserContext", "UserFunction", "UserModel"]},
+        {
+            "agent_env.contexts": ["UserContext"],
+            "agent_env.users.settings": ["STOP", "UserFunction", "UserModel"],
+            "agent_env.users.spec": ["SimulatedUser"],
+        },
     )
 
 __all__ = ["STOP", "SimulatedUser", "UserContext", "UserFunction", "UserModel"]

@@ -22,7 +22,7 @@ import openai  # noqa: E402
 
 from agent_env.trajectory import TurnRecord  # noqa: E402
 from agent_env.users.endpoint import Settings, endpoint_problem  # noqa: E402
-from agent_env.users.spec import STOP, UserModel  # noqa: E402
+from agent_env.users.settings import STOP, UserModel  # noqa: E402
 
 INSTRUCTIONS = (
     "You are playing a user who talks with an AI assistant; stay in character. Write only your next "

@@ -12,81 +12,36 @@ something else than a message ends the episode unscored (`USER_FAILED`).
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agent_env._threads import run_in_own_thread
 from agent_env.errors import EpisodeError, ErrorCode
-from agent_env.verifiers import VerifierContext
 
-DEFAULT_MAX_TURNS = 10
-DEFAULT_TIMEOUT_S = 60.0
-STOP = "###STOP###"
-"""What a chat model playing the user answers, alone or within its message, to end the task."""
+# The settings' home is users/settings.py (below chat.py); re-exported where they were first.
+from agent_env.users.settings import DEFAULT_MAX_TURNS as DEFAULT_MAX_TURNS
+from agent_env.users.settings import DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
+from agent_env.users.settings import STOP as STOP
+from agent_env.users.settings import USER_KINDS as USER_KINDS
+from agent_env.users.settings import UserFunction as UserFunction
+from agent_env.users.settings import UserModel as UserModel
+from agent_env.users.settings import UserSpec as UserSpec
 
-
-class _UserConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    max_turns: int = Field(
-        DEFAULT_MAX_TURNS, ge=1, description="The most turns the task may have, its fixed ones included."
-    )
-    timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0, description="Each answer's deadline.")
-
-
-class UserFunction(_UserConfig):
-    """`"user": {"function": NAME, "args": {...}}`: a function of the bundle's `users.py`."""
-
-    function: str = Field(min_length=1)
-    args: dict[str, Any] = Field(default_factory=dict)
-
-
-class UserModel(_UserConfig):
-    """`"user": {"model_url": ..., "model": ..., "persona": ...}`: a chat model plays the user."""
-
-    model_url: str = Field(pattern=r"^https?://", description="An OpenAI-compatible endpoint.")
-    model: str = Field(min_length=1)
-    persona: str = Field(min_length=1, description="Who the user is and what they want.")
-    api_key_env: str | None = Field(None, description="The variable that holds the endpoint's key, if any.")
-    temperature: float | None = None
-    max_tokens: int | None = Field(None, ge=1)
-    max_retries: int = Field(2, ge=0, description="Retries of a failed request, within timeout_s.")
-
-
-def _kind(value: Any) -> str | None:
-    if isinstance(value, BaseModel):
-        return "function" if isinstance(value, UserFunction) else "model"
-    if not isinstance(value, dict):
-        return None
-    return "model" if "model_url" in value or "persona" in value else "function"
-
-
-USER_KINDS = ("function", "model")
-"""The tags of a task's `user`, as a location names them."""
-
-UserSpec = Annotated[
-    Annotated[UserFunction, Tag("function")] | Annotated[UserModel, Tag("model")],
-    Discriminator(
-        _kind,
-        custom_error_type="user_form",
-        custom_error_message='a user is {"function": NAME, "args": {...}} or {"model_url": URL, "model": '
-        'NAME, "persona": TEXT}',
-    ),
-]
-"""A task's `user`, told apart by its keys: `function`, or `model_url`, `model` and `persona`."""
+if TYPE_CHECKING:
+    from agent_env.trajectory import TurnRecord
 
 UserFunctionType = Callable[..., Any]
-"""A bundle's user: `(context: UserContext, **args) -> str | None`, sync or async."""
+"""A bundle's user: `(context: Conversation, **args) -> str | None`, sync or async."""
 
 
-@dataclass(frozen=True)
-class UserContext(VerifierContext):
-    """What a simulated user sees: the task, the envs as they are now, the replies, and `turns`, the
-    conversation so far (each turn's message, tool calls with results, and reply, the last one's
-    included)."""
+class Conversation(Protocol):
+    """What a simulated user is asked with (`agent_env.contexts.UserContext` is the episode's): typed here
+    so that the user, which a Task holds, does not import the context, which holds the Task."""
+
+    @property
+    def turns(self) -> list[TurnRecord]: ...
 
 
 @dataclass(frozen=True)
@@ -111,7 +66,7 @@ class SimulatedUser:
             return f"user function '{self.spec.function}'"
         return f"user model '{self.spec.model}' at {self.spec.model_url}"
 
-    async def next_message(self, context: UserContext) -> str | None:
+    async def next_message(self, context: Conversation) -> str | None:
         """The user's next message, or None to end the task; EpisodeError USER_FAILED saying why when
         it raises, outlasts `timeout_s` or answers anything but a message or None."""
         limit = self.spec.timeout_s
@@ -133,7 +88,7 @@ class SimulatedUser:
             )
         return answer
 
-    async def _answer(self, context: UserContext) -> Any:
+    async def _answer(self, context: Conversation) -> Any:
         if isinstance(self.spec, UserModel):
             from agent_env.users.chat import ask_user_model
 
@@ -148,3 +103,11 @@ class SimulatedUser:
         return EpisodeError(
             ErrorCode.USER_FAILED, f"the simulated user ({self.label}) {what}: the episode ended unscored"
         )
+
+
+def __getattr__(name: str) -> Any:
+    """`UserContext`, still importable from here: its home is agent_env.contexts (which imports the Task,
+    which imports this module), loaded by name on first use as agent_env._lazy does."""
+    if name == "UserContext":
+        return importlib.import_module("agent_env.contexts").UserContext
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 from websockets.sync.client import ClientConnection, connect
 
+from agent_env.contexts import VerifierContext
 from agent_env.openenv import BackgroundServer
 from agent_env.testing import FakeTask, calls
-from agent_env.verifiers import VerifierContext
 from tst.support.tools import add_crate
 
 ANSWER_S = 10.0

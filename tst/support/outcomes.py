@@ -7,9 +7,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from agent_env.contexts import VerifierContext
 from agent_env.eval import AssistantMessage, PolicyError
 from agent_env.testing import FakeTask
-from agent_env.verifiers import VerifierContext
 
 Outcome = Literal["pass", "fail", "error"]
 

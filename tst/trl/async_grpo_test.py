@@ -42,11 +42,11 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
 from trl.experimental.async_grpo import async_rollout_worker  # noqa: E402
 
 from agent_env import load_bundle  # noqa: E402
+from agent_env.contexts import VerifierContext  # noqa: E402
 from agent_env.episode import Episode, EpisodeState  # noqa: E402
 from agent_env.openenv import BackgroundServer, build_served_app  # noqa: E402
 from agent_env.testing import FakeTask, Gate, calls, fake_served  # noqa: E402
 from agent_env.training.trl import AgentEnv  # noqa: E402
-from agent_env.verifiers import VerifierContext  # noqa: E402
 from examples.train_async_grpo import DEFAULT_MODEL, before_training, parse  # noqa: E402
 from examples.train_grpo import WHARF, tiny_model_and_tokenizer  # noqa: E402
 from tst.support.chat_stand_in import ChatStandIn  # noqa: E402

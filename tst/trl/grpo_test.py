@@ -23,10 +23,10 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
 import torch  # noqa: E402
 from trl import GRPOTrainer  # noqa: E402
 
+from agent_env.contexts import VerifierContext  # noqa: E402
 from agent_env.openenv import build_served_app  # noqa: E402
 from agent_env.testing import FakeTask, calls, fake_served  # noqa: E402
 from agent_env.training.trl import AgentEnv, GroupsWithSignal  # noqa: E402
-from agent_env.verifiers import VerifierContext  # noqa: E402
 from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E402
 from tst.support.frames import RecordFrames  # noqa: E402
 from tst.support.tools import add_crate, list_crates  # noqa: E402

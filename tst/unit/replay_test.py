@@ -19,8 +19,8 @@ from agent_env import (
     load_solutions,
     play,
 )
+from agent_env.contexts import VerifierContext
 from agent_env.testing import FakeTask, calls
-from agent_env.verifiers import VerifierContext
 
 WHARF = Path(__file__).resolve().parents[2] / "examples" / "wharf"
 

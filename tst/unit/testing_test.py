@@ -22,10 +22,10 @@ from agent_env import (
     TurnEnd,
     VerifierSummary,
 )
+from agent_env.contexts import VerifierContext
 from agent_env.episode import Episode
 from agent_env.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, KILL_MARGIN_S
 from agent_env.testing import FakeTask, Gate, Score, calls, fake_served
-from agent_env.verifiers import VerifierContext
 from tst.support.waiting import until
 
 WAIT_S = 5.0

@@ -7,9 +7,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from agent_env.contexts import VerifierContext
 from agent_env.testing import FakeTask, calls
 from agent_env.training.trl import AgentEnv
-from agent_env.verifiers import VerifierContext
 from tst.support.tools import add_crate, jam_crane, list_crates
 
 Open = Callable[..., AgentEnv]
