@@ -14,72 +14,83 @@ from agent_env._lazy import lazy_exports as _lazy_exports
 __version__ = "0.1.0"
 
 if _typing.TYPE_CHECKING:
-    from agent_env.bundle import Bundle, load_bundle
-    from agent_env.contexts import VerifierContext
-    from agent_env.env import Env, EnvSpec
-    from agent_env.episode import Episode, EpisodeState, TurnEnd
+    from agent_env.bundle import Bundle as Bundle, load_bundle as load_bundle
+    from agent_env.contexts import VerifierContext as VerifierContext
+    from agent_env.env import Env as Env, EnvSpec as EnvSpec
+    from agent_env.episode import Episode as Episode, EpisodeState as EpisodeState, TurnEnd as TurnEnd
     from agent_env.errors import (
-        AgentEnvError,
-        BundleError,
-        EpisodeError,
-        ErrorCode,
-        Problem,
-        SandboxUnavailableError,
-        SplitNotFoundError,
-        TaskIndexError,
-        ToolDefinitionError,
+        AgentEnvError as AgentEnvError,
+        BundleError as BundleError,
+        EpisodeError as EpisodeError,
+        ErrorCode as ErrorCode,
+        Problem as Problem,
+        SandboxUnavailableError as SandboxUnavailableError,
+        SplitNotFoundError as SplitNotFoundError,
+        TaskIndexError as TaskIndexError,
+        ToolDefinitionError as ToolDefinitionError,
     )
     from agent_env.events import (
-        Deployed,
-        EpisodeEvent,
-        Failed,
-        Listener,
-        Outcome,
-        Scored,
-        ToolAnswered,
-        ToolCalled,
-        TornDown,
-        TurnEnded,
+        Deployed as Deployed,
+        EpisodeEvent as EpisodeEvent,
+        Failed as Failed,
+        Listener as Listener,
+        Outcome as Outcome,
+        Scored as Scored,
+        ToolAnswered as ToolAnswered,
+        ToolCalled as ToolCalled,
+        TornDown as TornDown,
+        TurnEnded as TurnEnded,
     )
-    from agent_env.mcp import McpEnv, McpEnvSpec, McpServerConfig, McpTool, McpToolError
-    from agent_env.recording import Redaction, TrajectoryRecorder, read_trajectories, trajectory_of
-    from agent_env.replay import PlayResult, load_solutions, play
+    from agent_env.mcp import (
+        McpEnv as McpEnv,
+        McpEnvSpec as McpEnvSpec,
+        McpServerConfig as McpServerConfig,
+        McpTool as McpTool,
+        McpToolError as McpToolError,
+    )
+    from agent_env.recording import (
+        Redaction as Redaction,
+        TrajectoryRecorder as TrajectoryRecorder,
+        read_trajectories as read_trajectories,
+        trajectory_of as trajectory_of,
+    )
+    from agent_env.replay import PlayResult as PlayResult, load_solutions as load_solutions, play as play
     from agent_env.sandbox import (
-        CommandResult,
-        DockerSandboxProvider,
-        LocalSandboxProvider,
-        Sandbox,
-        SandboxConfig,
-        SandboxProvider,
-        WarmPool,
-        build_sandbox_image,
-        sandbox_provider,
+        CommandResult as CommandResult,
+        DockerSandboxProvider as DockerSandboxProvider,
+        LocalSandboxProvider as LocalSandboxProvider,
+        Sandbox as Sandbox,
+        SandboxConfig as SandboxConfig,
+        SandboxProvider as SandboxProvider,
+        WarmPool as WarmPool,
+        build_sandbox_image as build_sandbox_image,
+        sandbox_provider as sandbox_provider,
     )
-    from agent_env.served import Served, ServedTask, serve_bundle
+    from agent_env.served import Served as Served, ServedTask as ServedTask, serve_bundle as serve_bundle
     from agent_env.specs import (
-        AccessChange,
-        Script,
-        ScriptedCall,
-        ScriptedTurn,
-        SolutionSpec,
-        TaskSpec,
-        ToolsetSpec,
-        VerifierSummary,
-        tasks_fingerprint,
+        AccessChange as AccessChange,
+        Script as Script,
+        ScriptedCall as ScriptedCall,
+        ScriptedTurn as ScriptedTurn,
+        SolutionSpec as SolutionSpec,
+        TaskSpec as TaskSpec,
+        ToolsetSpec as ToolsetSpec,
+        VerifierSummary as VerifierSummary,
+        tasks_fingerprint as tasks_fingerprint,
     )
-    from agent_env.task import Agent, Task
-    from agent_env.tools import Tool, tool
-    from agent_env.toolset import BASH_TOOL, Toolset, toolset_name
+    from agent_env.task import Agent as Agent, Task as Task
+    from agent_env.tools import Tool as Tool, tool as tool
+    from agent_env.toolset import BASH_TOOL as BASH_TOOL, Toolset as Toolset, toolset_name as toolset_name
     from agent_env.trajectory import (
-        OutcomeRecord,
-        TaskRef,
-        Timings,
-        ToolCallRecord,
-        Trajectory,
-        TurnRecord,
-        VerifierRecord,
+        OutcomeRecord as OutcomeRecord,
+        TaskRef as TaskRef,
+        Timings as Timings,
+        ToolCallRecord as ToolCallRecord,
+        Trajectory as Trajectory,
+        TurnRecord as TurnRecord,
+        VerifierRecord as VerifierRecord,
     )
-    from agent_env.users import SimulatedUser, UserContext
+    from agent_env.users import SimulatedUser as SimulatedUser, UserContext as UserContext
 else:
     _lazy_exports(
         __name__,
@@ -151,84 +162,5 @@ else:
             ],
             "agent_env.users": ["SimulatedUser", "UserContext"],
         },
+        eager=["__version__"],
     )
-
-__all__ = [
-    "BASH_TOOL",
-    "AccessChange",
-    "Agent",
-    "AgentEnvError",
-    "Bundle",
-    "BundleError",
-    "CommandResult",
-    "Deployed",
-    "DockerSandboxProvider",
-    "Env",
-    "EnvSpec",
-    "Episode",
-    "EpisodeError",
-    "EpisodeEvent",
-    "EpisodeState",
-    "ErrorCode",
-    "Failed",
-    "Listener",
-    "LocalSandboxProvider",
-    "McpEnv",
-    "McpEnvSpec",
-    "McpServerConfig",
-    "McpTool",
-    "McpToolError",
-    "Outcome",
-    "OutcomeRecord",
-    "PlayResult",
-    "Problem",
-    "Redaction",
-    "Sandbox",
-    "SandboxConfig",
-    "SandboxProvider",
-    "SandboxUnavailableError",
-    "Scored",
-    "Script",
-    "ScriptedCall",
-    "ScriptedTurn",
-    "Served",
-    "ServedTask",
-    "SimulatedUser",
-    "SolutionSpec",
-    "SplitNotFoundError",
-    "Task",
-    "TaskIndexError",
-    "TaskRef",
-    "TaskSpec",
-    "Timings",
-    "Tool",
-    "ToolAnswered",
-    "ToolCallRecord",
-    "ToolCalled",
-    "ToolDefinitionError",
-    "Toolset",
-    "ToolsetSpec",
-    "TornDown",
-    "Trajectory",
-    "TrajectoryRecorder",
-    "TurnEnd",
-    "TurnEnded",
-    "TurnRecord",
-    "UserContext",
-    "VerifierContext",
-    "VerifierRecord",
-    "VerifierSummary",
-    "WarmPool",
-    "__version__",
-    "build_sandbox_image",
-    "load_bundle",
-    "load_solutions",
-    "play",
-    "read_trajectories",
-    "sandbox_provider",
-    "serve_bundle",
-    "tasks_fingerprint",
-    "tool",
-    "toolset_name",
-    "trajectory_of",
-]

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from agent_env.bundle import Bundle
 from agent_env.episode import Episode
 from agent_env.errors import EpisodeError
-from agent_env.specs import Script as Script  # re-exported: where a bundle's author finds them
-from agent_env.specs import ScriptedCall as ScriptedCall
-from agent_env.specs import ScriptedTurn as ScriptedTurn
+from agent_env.specs import (
+    Script,
+    ScriptedTurn,
+)
 
 
 @dataclass

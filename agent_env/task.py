@@ -15,8 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent_env.mcp.config import McpServerConfig
 from agent_env.sandbox.config import SandboxConfig
-from agent_env.specs import DEFAULT_ROLE, AccessChange, VerifierSummary
-from agent_env.specs import TaskSpec as TaskSpec  # re-exported: its first home
+from agent_env.specs import (
+    DEFAULT_ROLE,
+    AccessChange,
+    TaskSpec,
+    VerifierSummary,
+)
 from agent_env.toolset import Toolset
 from agent_env.users.settings import UserSpec
 from agent_env.users.spec import SimulatedUser

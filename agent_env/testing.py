@@ -25,10 +25,10 @@ from agent_env.episode import Episode, EpisodeState
 from agent_env.events import EpisodeEvent, ToolCalled, TornDown
 from agent_env.sandbox.base import CommandResult, Sandbox
 from agent_env.served import Served, ServedTask
-from agent_env.specs import Script
-from agent_env.task import Agent, Task, TaskSpec
+from agent_env.specs import DEFAULT_ROLE, AccessChange, Script, TaskSpec
+from agent_env.task import Agent, Task
 from agent_env.tools import Tool
-from agent_env.toolset import DEFAULT_ROLE, AccessChange, Toolset
+from agent_env.toolset import Toolset
 from agent_env.verifiers import FunctionCheck, Verifier
 
 

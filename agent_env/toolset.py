@@ -17,9 +17,11 @@ from agent_env.env import EnvSpec
 from agent_env.mcp.spec import McpEnvSpec
 from agent_env.mcp.tools import McpTool
 from agent_env.sandbox.base import KILL_MARGIN_S
-from agent_env.specs import DEFAULT_ROLE as DEFAULT_ROLE  # re-exported: the specs' first home
-from agent_env.specs import AccessChange as AccessChange
-from agent_env.specs import ToolsetSpec as ToolsetSpec
+from agent_env.specs import (
+    DEFAULT_ROLE,
+    AccessChange,
+    ToolsetSpec,
+)
 from agent_env.tools import Tool
 
 BASH_TOOL: dict[str, Any] = {

@@ -22,22 +22,25 @@ from agent_env.eval._require import require_player as _require_player
 _require_player()
 
 if _typing.TYPE_CHECKING:
-    from agent_env.eval.hf_policy import LocalModelError, TransformersPolicy
-    from agent_env.eval.openai_policy import EndpointError, OpenAIPolicy
-    from agent_env.eval.passk import pass_at_k
-    from agent_env.eval.play import PlaySettings, play_sample
-    from agent_env.eval.policy import (
-        END_TURN,
-        AssistantMessage,
-        Message,
-        Policy,
-        PolicyError,
-        ToolCall,
-        end_turn_tool,
+    from agent_env.eval.hf_policy import (
+        LocalModelError as LocalModelError,
+        TransformersPolicy as TransformersPolicy,
     )
-    from agent_env.eval.results import EvalResult, TaskResult
-    from agent_env.eval.run import RESULTS_FILE, Progress, evaluate
-    from agent_env.eval.scripted import ScriptedPolicy
+    from agent_env.eval.openai_policy import EndpointError as EndpointError, OpenAIPolicy as OpenAIPolicy
+    from agent_env.eval.passk import pass_at_k as pass_at_k
+    from agent_env.eval.play import PlaySettings as PlaySettings, play_sample as play_sample
+    from agent_env.eval.policy import (
+        END_TURN as END_TURN,
+        AssistantMessage as AssistantMessage,
+        Message as Message,
+        Policy as Policy,
+        PolicyError as PolicyError,
+        ToolCall as ToolCall,
+        end_turn_tool as end_turn_tool,
+    )
+    from agent_env.eval.results import EvalResult as EvalResult, TaskResult as TaskResult
+    from agent_env.eval.run import RESULTS_FILE as RESULTS_FILE, Progress as Progress, evaluate as evaluate
+    from agent_env.eval.scripted import ScriptedPolicy as ScriptedPolicy
 else:
     _lazy_exports(
         __name__,
@@ -60,26 +63,3 @@ else:
             "agent_env.eval.scripted": ["ScriptedPolicy"],
         },
     )
-
-__all__ = [
-    "END_TURN",
-    "RESULTS_FILE",
-    "AssistantMessage",
-    "EndpointError",
-    "EvalResult",
-    "LocalModelError",
-    "Message",
-    "OpenAIPolicy",
-    "PlaySettings",
-    "Policy",
-    "PolicyError",
-    "Progress",
-    "ScriptedPolicy",
-    "TaskResult",
-    "ToolCall",
-    "TransformersPolicy",
-    "end_turn_tool",
-    "evaluate",
-    "pass_at_k",
-    "play_sample",
-]

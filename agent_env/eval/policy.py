@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agent_env._errors import AgentEnvError
-from agent_env.training.trl.classes import END_TURN as END_TURN  # re-exported: eval's names
-from agent_env.training.trl.classes import end_turn_tool as end_turn_tool
+from agent_env.training.trl.classes import (
+    END_TURN as END_TURN,  # re-exported: eval's names
+    end_turn_tool as end_turn_tool,
+)
 
 Message = dict[str, Any]
 

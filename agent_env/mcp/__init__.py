@@ -12,10 +12,10 @@ import typing as _typing
 from agent_env._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
-    from agent_env.mcp.config import McpServerConfig
-    from agent_env.mcp.env import McpEnv, McpToolError
-    from agent_env.mcp.spec import McpEnvSpec
-    from agent_env.mcp.tools import McpTool
+    from agent_env.mcp.config import McpServerConfig as McpServerConfig
+    from agent_env.mcp.env import McpEnv as McpEnv, McpToolError as McpToolError
+    from agent_env.mcp.spec import McpEnvSpec as McpEnvSpec
+    from agent_env.mcp.tools import McpTool as McpTool
 else:
     _lazy_exports(
         __name__,
@@ -26,5 +26,3 @@ else:
             "agent_env.mcp.tools": ["McpTool"],
         },
     )
-
-__all__ = ["McpEnv", "McpEnvSpec", "McpServerConfig", "McpTool", "McpToolError"]

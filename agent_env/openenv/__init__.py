@@ -17,29 +17,29 @@ _require_openenv()
 
 if _typing.TYPE_CHECKING:
     from agent_env.openenv.app import (
-        DEFAULT_MAX_CONCURRENT_ENVS,
-        NOT_SERVED_ROUTES,
-        SERVED_ROUTES,
-        ServerStatus,
-        Solutions,
-        build_app,
-        build_served_app,
-        env_name_for,
-        resolve_max_concurrent_envs,
+        DEFAULT_MAX_CONCURRENT_ENVS as DEFAULT_MAX_CONCURRENT_ENVS,
+        NOT_SERVED_ROUTES as NOT_SERVED_ROUTES,
+        SERVED_ROUTES as SERVED_ROUTES,
+        ServerStatus as ServerStatus,
+        Solutions as Solutions,
+        build_app as build_app,
+        build_served_app as build_served_app,
+        env_name_for as env_name_for,
+        resolve_max_concurrent_envs as resolve_max_concurrent_envs,
     )
-    from agent_env.openenv.auth import RequireToken
-    from agent_env.openenv.background import BackgroundServer
-    from agent_env.openenv.environment import AgentEnvEnvironment
-    from agent_env.openenv.serve import serve
-    from agent_env.openenv.tokens import TOKEN_VARIABLE, resolve_token
+    from agent_env.openenv.auth import RequireToken as RequireToken
+    from agent_env.openenv.background import BackgroundServer as BackgroundServer
+    from agent_env.openenv.environment import AgentEnvEnvironment as AgentEnvEnvironment
+    from agent_env.openenv.serve import serve as serve
+    from agent_env.openenv.tokens import TOKEN_VARIABLE as TOKEN_VARIABLE, resolve_token as resolve_token
     from agent_env.openenv.wire import (
-        DEADLINE_KEY,
-        ERROR_CODES,
-        AgentEnvAction,
-        AgentEnvObservation,
-        AgentEnvState,
-        CallError,
-        SessionCounts,
+        DEADLINE_KEY as DEADLINE_KEY,
+        ERROR_CODES as ERROR_CODES,
+        AgentEnvAction as AgentEnvAction,
+        AgentEnvObservation as AgentEnvObservation,
+        AgentEnvState as AgentEnvState,
+        CallError as CallError,
+        SessionCounts as SessionCounts,
     )
 else:
     _lazy_exports(
@@ -72,28 +72,3 @@ else:
             ],
         },
     )
-
-__all__ = [
-    "DEADLINE_KEY",
-    "DEFAULT_MAX_CONCURRENT_ENVS",
-    "ERROR_CODES",
-    "NOT_SERVED_ROUTES",
-    "SERVED_ROUTES",
-    "TOKEN_VARIABLE",
-    "AgentEnvAction",
-    "AgentEnvEnvironment",
-    "AgentEnvObservation",
-    "AgentEnvState",
-    "BackgroundServer",
-    "CallError",
-    "RequireToken",
-    "ServerStatus",
-    "SessionCounts",
-    "Solutions",
-    "build_app",
-    "build_served_app",
-    "env_name_for",
-    "resolve_max_concurrent_envs",
-    "resolve_token",
-    "serve",
-]

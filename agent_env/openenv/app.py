@@ -36,8 +36,7 @@ from agent_env.openenv.auth import OwnHostsOnly, RequireToken
 from agent_env.openenv.context import ServerContext
 from agent_env.openenv.disconnects import WatchDisconnects
 from agent_env.openenv.environment import AgentEnvEnvironment
-from agent_env.openenv.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from agent_env.openenv.metrics import ServerMetrics
+from agent_env.openenv.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, ServerMetrics
 from agent_env.openenv.sessions import SessionServer, own_sessions_only
 from agent_env.openenv.tokens import resolve_token
 from agent_env.openenv.tracker import EpisodeTracker

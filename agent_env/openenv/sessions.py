@@ -23,9 +23,11 @@ from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
 
 from agent_env._private.openenv_server import CreateSession, HookedEnvServer
 from agent_env.openenv.calls import CURRENT_LINK, ClientLink
-from agent_env.openenv.wire import SessionCounts as SessionCounts  # re-exported: their first home
-from agent_env.openenv.wire import capacity_message as capacity_message
-from agent_env.openenv.wire import held_without_client as held_without_client
+from agent_env.openenv.wire import (
+    SessionCounts as SessionCounts,  # re-exported: their first home
+    capacity_message as capacity_message,
+    held_without_client as held_without_client,
+)
 
 WebSocketEndpoint = Callable[[WebSocket], Awaitable[None]]
 

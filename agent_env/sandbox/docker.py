@@ -37,8 +37,11 @@ from agent_env._threads import run_sync
 from agent_env.errors import SandboxUnavailableError
 from agent_env.sandbox.base import CappedOutput, CommandResult
 from agent_env.sandbox.config import SandboxConfig
-from agent_env.sandbox.docker_engine import ENGINE_TIMEOUT_S, docker_client
-from agent_env.sandbox.docker_engine import INSTALL_HINT as INSTALL_HINT  # its home is the engine's leaf
+from agent_env.sandbox.docker_engine import (
+    ENGINE_TIMEOUT_S,
+    INSTALL_HINT as INSTALL_HINT,  # its home is the engine's leaf
+    docker_client,
+)
 from agent_env.sandbox.docker_image import WORK_FOLDER
 from agent_env.sandbox.docker_removal import Removals, remove_orphans
 from agent_env.sandbox.owner import owner_labels

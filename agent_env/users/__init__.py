@@ -10,9 +10,9 @@ import typing as _typing
 from agent_env._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
-    from agent_env.contexts import UserContext
-    from agent_env.users.settings import STOP, UserFunction, UserModel
-    from agent_env.users.spec import SimulatedUser
+    from agent_env.contexts import UserContext as UserContext
+    from agent_env.users.settings import STOP as STOP, UserFunction as UserFunction, UserModel as UserModel
+    from agent_env.users.spec import SimulatedUser as SimulatedUser
 else:
     _lazy_exports(
         __name__,
@@ -22,5 +22,3 @@ else:
             "agent_env.users.spec": ["SimulatedUser"],
         },
     )
-
-__all__ = ["STOP", "SimulatedUser", "UserContext", "UserFunction", "UserModel"]

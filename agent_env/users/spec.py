@@ -19,15 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agent_env._threads import run_in_own_thread
 from agent_env.errors import EpisodeError, ErrorCode
-
-# The settings' home is users/settings.py (below chat.py); re-exported where they were first.
-from agent_env.users.settings import DEFAULT_MAX_TURNS as DEFAULT_MAX_TURNS
-from agent_env.users.settings import DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
-from agent_env.users.settings import STOP as STOP
-from agent_env.users.settings import USER_KINDS as USER_KINDS
-from agent_env.users.settings import UserFunction as UserFunction
-from agent_env.users.settings import UserModel as UserModel
-from agent_env.users.settings import UserSpec as UserSpec
+from agent_env.users.settings import UserFunction, UserModel
 
 if TYPE_CHECKING:
     from agent_env.trajectory import TurnRecord

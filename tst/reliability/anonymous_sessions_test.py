@@ -18,8 +18,7 @@ from typing import Any
 import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
-from websockets.sync.client import ClientConnection
-from websockets.sync.client import connect as connect_websocket
+from websockets.sync.client import ClientConnection, connect as connect_websocket
 
 from agent_env.training.trl import AgentEnv
 from tst.support.cli_server import agent_env_serve

@@ -18,12 +18,10 @@ from typing import Any
 
 import pytest
 
-from agent_env import Episode, EpisodeError
-from agent_env import episode as episode_module
+from agent_env import Episode, EpisodeError, episode as episode_module
 from agent_env.env import Env, EnvSpec
 from agent_env.episode import EpisodeState
-from agent_env.openenv import BackgroundServer, build_served_app
-from agent_env.openenv import tracker as tracker_module
+from agent_env.openenv import BackgroundServer, build_served_app, tracker as tracker_module
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, Gate, fake_served
 from tst.reliability._raw import Raw, dock, observation, play_on, status

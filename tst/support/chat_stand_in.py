@@ -28,7 +28,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from agent_env.bundle import Bundle, load_bundle
-from agent_env.replay import Script, load_solutions
+from agent_env.replay import load_solutions
+from agent_env.specs import Script
 
 API_KEY = "sk-stand-in"
 MODEL = "stand-in"

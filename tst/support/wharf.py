@@ -12,7 +12,8 @@ from typing import Any
 
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.env import EnvSpec
-from agent_env.replay import Script, load_solutions
+from agent_env.replay import load_solutions
+from agent_env.specs import Script
 from agent_env.task import Task
 from agent_env.toolset import Toolset
 from tst.support.waiting import running

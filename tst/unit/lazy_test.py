@@ -1,5 +1,6 @@
-"""Lazy packages (`agent_env._lazy`): `agent_env`, `agent_env.openenv` and `agent_env.eval` load a name's
-module when it is first used, and name for type checkers exactly what they load."""
+"""Lazy packages (`agent_env._lazy`): `agent_env` and its lazy subpackages load a name's module when it
+is first used, list each export once (their `__all__` is the lazy map's), and name for type checkers
+exactly what they load, as explicit re-exports."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import pytest
 
 import agent_env
 import agent_env.eval
+import agent_env.mcp
 import agent_env.openenv
+import agent_env.users
 
-LAZY_PACKAGES = [agent_env, agent_env.openenv, agent_env.eval]
+LAZY_PACKAGES = [agent_env, agent_env.openenv, agent_env.eval, agent_env.mcp, agent_env.users]
 
 
 def python(code: str) -> str:
@@ -26,7 +29,8 @@ def python(code: str) -> str:
 
 
 def type_checking_imports(package: types.ModuleType) -> dict[str, str]:
-    """Name -> module, as the package's imports under `if _typing.TYPE_CHECKING:` say."""
+    """Name -> module, as the package's imports under `if _typing.TYPE_CHECKING:` say; a name imported
+    without `as` itself is not re-exported for a strict type checker, so it is left out."""
     tree = ast.parse(Path(str(package.__file__)).read_text())
     guarded = next(
         node
@@ -38,6 +42,7 @@ def type_checking_imports(package: types.ModuleType) -> dict[str, str]:
         for node in guarded.body
         if isinstance(node, ast.ImportFrom)
         for alias in node.names
+        if alias.asname == alias.name
     }
 
 
@@ -49,6 +54,11 @@ def test_a_lazy_package_names_for_type_checkers_exactly_what_it_loads_on_use(
 
     assert type_checking_imports(package) == loaded_on_use
     assert set(package.__all__) - {"__version__"} == set(loaded_on_use)
+
+
+def test_the_package_s_all_is_its_lazy_map_and_its_own_names_each_listed_once() -> None:
+    assert agent_env.__all__ == sorted([*agent_env.__dict__["_exports"], "__version__"])
+    assert len(set(agent_env.__all__)) == len(agent_env.__all__)
 
 
 @pytest.mark.parametrize("package", LAZY_PACKAGES, ids=lambda p: p.__name__)

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 from websockets.exceptions import ConnectionClosed
-from websockets.sync.client import ClientConnection
-from websockets.sync.client import connect as connect_websocket
+from websockets.sync.client import ClientConnection, connect as connect_websocket
 
 from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.openenv.sessions import ATTACH_REFUSED

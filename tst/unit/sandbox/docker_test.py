@@ -11,8 +11,14 @@ import pytest
 
 from agent_env.bundle import load_bundle
 from agent_env.errors import BundleError, SandboxUnavailableError
-from agent_env.sandbox import ImageBuildError, SandboxConfig, build_sandbox_image, registry, sandbox_provider
-from agent_env.sandbox import docker_image as image_module
+from agent_env.sandbox import (
+    ImageBuildError,
+    SandboxConfig,
+    build_sandbox_image,
+    docker_image as image_module,
+    registry,
+    sandbox_provider,
+)
 from tst.support.bundles import TOML, make_bundle
 from tst.support.wharf import WHARF
 

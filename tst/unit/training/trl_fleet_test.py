@@ -24,8 +24,8 @@ from agent_env.training.trl import (
     FleetSettings,
     ServerUnavailableError,
     ToolCallError,
+    fleet as fleet_module,
 )
-from agent_env.training.trl import fleet as fleet_module
 from tst.support.addresses import answer_names, free_port_on
 from tst.support.bundles import a_task, make_bundle
 from tst.support.serving import Serve
