@@ -17,7 +17,7 @@ if _typing.TYPE_CHECKING:
     from agent_env.bundle import Bundle as Bundle, load_bundle as load_bundle
     from agent_env.contexts import VerifierContext as VerifierContext
     from agent_env.env import Env as Env, EnvSpec as EnvSpec
-    from agent_env.episode import Episode as Episode, EpisodeState as EpisodeState, TurnEnd as TurnEnd
+    from agent_env.episode import Episode as Episode, EpisodeState as EpisodeState, TurnResult as TurnResult
     from agent_env.errors import (
         AgentEnvError as AgentEnvError,
         BundleError as BundleError,
@@ -54,7 +54,11 @@ if _typing.TYPE_CHECKING:
         read_trajectories as read_trajectories,
         trajectory_of as trajectory_of,
     )
-    from agent_env.replay import PlayResult as PlayResult, load_solutions as load_solutions, play as play
+    from agent_env.replay import (
+        ReplayResult as ReplayResult,
+        load_solutions as load_solutions,
+        replay as replay,
+    )
     from agent_env.sandbox import (
         CommandResult as CommandResult,
         DockerSandboxProvider as DockerSandboxProvider,
@@ -66,7 +70,11 @@ if _typing.TYPE_CHECKING:
         build_sandbox_image as build_sandbox_image,
         sandbox_provider as sandbox_provider,
     )
-    from agent_env.served import Served as Served, ServedTask as ServedTask, serve_bundle as serve_bundle
+    from agent_env.served import (
+        ServedTask as ServedTask,
+        ServedTasks as ServedTasks,
+        served_tasks as served_tasks,
+    )
     from agent_env.specs import (
         AccessChange as AccessChange,
         Script as Script,
@@ -98,7 +106,7 @@ else:
             "agent_env.bundle": ["Bundle", "load_bundle"],
             "agent_env.contexts": ["VerifierContext"],
             "agent_env.env": ["Env", "EnvSpec"],
-            "agent_env.episode": ["Episode", "EpisodeState", "TurnEnd"],
+            "agent_env.episode": ["Episode", "EpisodeState", "TurnResult"],
             "agent_env.errors": [
                 "AgentEnvError",
                 "BundleError",
@@ -124,7 +132,7 @@ else:
             ],
             "agent_env.mcp": ["McpEnv", "McpEnvSpec", "McpServerConfig", "McpTool", "McpToolError"],
             "agent_env.recording": ["Redaction", "TrajectoryRecorder", "read_trajectories", "trajectory_of"],
-            "agent_env.replay": ["PlayResult", "load_solutions", "play"],
+            "agent_env.replay": ["ReplayResult", "load_solutions", "replay"],
             "agent_env.sandbox": [
                 "CommandResult",
                 "DockerSandboxProvider",
@@ -136,7 +144,7 @@ else:
                 "build_sandbox_image",
                 "sandbox_provider",
             ],
-            "agent_env.served": ["Served", "ServedTask", "serve_bundle"],
+            "agent_env.served": ["ServedTasks", "ServedTask", "served_tasks"],
             "agent_env.specs": [
                 "AccessChange",
                 "Script",
@@ -163,4 +171,11 @@ else:
             "agent_env.users": ["SimulatedUser", "UserContext"],
         },
         eager=["__version__"],
+        renamed={
+            "PlayResult": "ReplayResult",
+            "Served": "ServedTasks",
+            "TurnEnd": "TurnResult",
+            "play": "replay",
+            "serve_bundle": "served_tasks",
+        },
     )

@@ -16,12 +16,18 @@ import types
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agent_env._renamed import warn_renamed
+
 
 class _LazyPackage(types.ModuleType):
     _exports: dict[str, str]
+    _renamed: dict[str, str]
 
     def __getattr__(self, name: str) -> Any:
         module = self._exports.get(name)
+        if module is None and name in self._renamed:
+            warn_renamed(self.__name__, name, self._renamed[name])
+            return getattr(self, self._renamed[name])
         if module is None:
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module), name)
@@ -39,11 +45,19 @@ class _LazyPackage(types.ModuleType):
         super().__setattr__(name, value)
 
 
-def lazy_exports(package: str, exports: Mapping[str, Sequence[str]], *, eager: Sequence[str] = ()) -> None:
+def lazy_exports(
+    package: str,
+    exports: Mapping[str, Sequence[str]],
+    *,
+    eager: Sequence[str] = (),
+    renamed: Mapping[str, str] | None = None,
+) -> None:
     """Make `package` (its `__name__`) load each name of `exports` (module -> names) when first read,
-    and list them, with the names it defines itself (`eager`), as its `__all__`."""
+    and list them, with the names it defines itself (`eager`), as its `__all__`. An old name of
+    `renamed` (old -> new) still answers, with a DeprecationWarning, and is not listed."""
     where = {name: module for module, names in exports.items() for name in names}
     target = sys.modules[package]
     target.__dict__["_exports"] = where
+    target.__dict__["_renamed"] = dict(renamed or {})
     target.__dict__["__all__"] = sorted([*where, *eager])
     target.__class__ = _LazyPackage

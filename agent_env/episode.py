@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from agent_env._renamed import renamed
 from agent_env._threads import call_maybe_async, run_in_own_thread
 from agent_env._unicode import NOT_UNICODE, invalid_text, valid_data, valid_text
 from agent_env.contexts import UserContext, VerifierContext
@@ -82,7 +83,7 @@ _RELEASING = frozenset({EpisodeState.TEARING_DOWN, EpisodeState.TORN_DOWN})
 
 
 @dataclass(frozen=True)
-class TurnEnd:
+class TurnResult:
     """What ending a turn led to: the next turn's prompt, or (`done`) the episode's score."""
 
     done: bool
@@ -246,7 +247,7 @@ class Episode:
             self._emit(ToolAnswered(turn=turn, tool=name, result=result, seconds=time.monotonic() - started))
             return result
 
-    async def end_turn(self, reply: str) -> TurnEnd:
+    async def end_turn(self, reply: str) -> TurnResult:
         """End the open turn with the agent's reply: open the next one, or verify and score."""
         async with self._calls:
             self.require_open_turn()
@@ -255,7 +256,7 @@ class Episode:
             if prompt is not None:
                 ended, self.turn = self.turn, self.turn + 1
                 self._emit(TurnEnded(turn=ended, reply=reply, prompt=prompt))
-                return TurnEnd(done=False, turn=self.turn, prompt=prompt)
+                return TurnResult(done=False, turn=self.turn, prompt=prompt)
             self._emit(TurnEnded(turn=self.turn, reply=reply))
             self.state = EpisodeState.VERIFYING
             context = self._context(VerifierContext)
@@ -272,7 +273,7 @@ class Episode:
                 self.state = EpisodeState.SCORED
             self._ended(Outcome("scored", score=score))
             self._emit(Scored(score=score, verifier_scores=tuple(scores)))
-            return TurnEnd(done=True, turn=self.turn, score=score, verifier_scores=tuple(scores))
+            return TurnResult(done=True, turn=self.turn, score=score, verifier_scores=tuple(scores))
 
     async def _next_prompt(self) -> str | None:
         """The next turn's message: the task's next fixed turn, else its simulated user's (within
@@ -480,3 +481,6 @@ async def _close(instance: EnvInstance) -> None:
         await instance.close()
     else:
         await run_in_own_thread(instance.close)
+
+
+__getattr__ = renamed(__name__, {"TurnEnd": "TurnResult"})

@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from agent_env._renamed import renamed
 from agent_env.bundle import Bundle
 from agent_env.episode import Episode
 from agent_env.errors import EpisodeError
@@ -20,7 +21,7 @@ from agent_env.specs import (
 
 
 @dataclass
-class PlayResult:
+class ReplayResult:
     """How a play went: the score (None when the episode failed), and what each step answered."""
 
     score: float | None = None
@@ -29,9 +30,9 @@ class PlayResult:
     transcript: list[str] = field(default_factory=list)
 
 
-async def play(episode: Episode, turns: Sequence[ScriptedTurn]) -> PlayResult:
+async def replay(episode: Episode, turns: Sequence[ScriptedTurn]) -> ReplayResult:
     """Deploy, play `turns` (ending any turn the script leaves open with an empty reply), tear down."""
-    result = PlayResult()
+    result = ReplayResult()
     try:
         prompt: str | None = await episode.deploy()
         turn = 0
@@ -61,3 +62,6 @@ def load_solutions(bundle: Bundle, split: str) -> dict[str, Script]:
     """The reference plays of `split` by task id (checked when the bundle loaded); empty when the
     bundle keeps none."""
     return dict(bundle.solutions.get(split, {}))
+
+
+__getattr__ = renamed(__name__, {"play": "replay", "PlayResult": "ReplayResult"})

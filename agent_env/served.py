@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from agent_env._renamed import renamed
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.episode import Episode
 from agent_env.sandbox.base import SandboxProvider
@@ -29,11 +30,11 @@ class ServedTask:
     solution: Script | None = None
 
 
-Served = Mapping[str, Sequence[ServedTask]]
+ServedTasks = Mapping[str, Sequence[ServedTask]]
 """Split name -> the split's tasks, in index order."""
 
 
-def serve_bundle(bundle: Bundle | str | Path, *, sandbox: str | SandboxProvider | None = None) -> Served:
+def served_tasks(bundle: Bundle | str | Path, *, sandbox: str | SandboxProvider | None = None) -> ServedTasks:
     """The served tasks of a bundle; `sandbox` overrides the bundle's sandbox provider."""
     loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
     settings = loaded.config.sandbox
@@ -49,3 +50,6 @@ def serve_bundle(bundle: Bundle | str | Path, *, sandbox: str | SandboxProvider 
         )
         for split, tasks in loaded.splits.items()
     }
+
+
+__getattr__ = renamed(__name__, {"serve_bundle": "served_tasks", "Served": "ServedTasks"})

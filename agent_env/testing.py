@@ -24,7 +24,7 @@ from agent_env.env import Env, EnvSpec
 from agent_env.episode import Episode, EpisodeState
 from agent_env.events import EpisodeEvent, ToolCalled, TornDown
 from agent_env.sandbox.base import CommandResult, Sandbox
-from agent_env.served import Served, ServedTask
+from agent_env.served import ServedTask, ServedTasks
 from agent_env.specs import DEFAULT_ROLE, AccessChange, Script, TaskSpec
 from agent_env.task import Agent, Task
 from agent_env.tools import Tool
@@ -209,7 +209,7 @@ def calls(played: Episode | VerifierContext) -> list[tuple[str, dict[str, Any]]]
     return [(e.tool, dict(e.arguments)) for e in events if isinstance(e, ToolCalled)]
 
 
-def fake_served(splits: Mapping[str, Iterable[FakeTask]]) -> Served:
+def fake_served(splits: Mapping[str, Iterable[FakeTask]]) -> ServedTasks:
     """Serve fake tasks as a bundle's are served: split -> tasks, indexed by position."""
     served: dict[str, tuple[ServedTask, ...]] = {}
     for split, tasks in splits.items():

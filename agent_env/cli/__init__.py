@@ -19,7 +19,7 @@ from agent_env.cli.table import table
 from agent_env.episode import Episode
 from agent_env.errors import AgentEnvError, BundleError
 from agent_env.recording import DEFAULT_MAX_MB
-from agent_env.replay import load_solutions, play
+from agent_env.replay import load_solutions, replay
 from agent_env.sandbox.config import DEFAULT_IMAGE
 from agent_env.sandbox.registry import PROVIDERS
 from agent_env.task import Task
@@ -229,7 +229,7 @@ def _replay(args: argparse.Namespace) -> int:
             solutions = load_solutions(bundle, split)
             for task in bundle.tasks(split):
                 script = solutions.get(task.id)
-                result = await play(Episode(task, provider=args.sandbox), script.turns if script else [])
+                result = await replay(Episode(task, provider=args.sandbox), script.turns if script else [])
                 expected = script.expected_score if script else None
                 ok = expected is not None and result.score == expected
                 failures += not ok

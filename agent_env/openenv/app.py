@@ -45,7 +45,7 @@ from agent_env.recording import DEFAULT_MAX_MB, Redaction, TrajectoryRecorder
 from agent_env.sandbox.base import RunsWithServer, SandboxProvider
 from agent_env.sandbox.pool import PoolStatus, WarmPool
 from agent_env.sandbox.registry import server_provider
-from agent_env.served import Served, serve_bundle
+from agent_env.served import ServedTasks, served_tasks
 from agent_env.specs import SolutionSpec, tasks_fingerprint
 
 DEFAULT_MAX_CONCURRENT_ENVS = 64
@@ -164,7 +164,7 @@ def build_app(
     settings = loaded.config.sandbox
     provider = server_provider(sandbox if sandbox is not None else settings.provider, settings, warm=warm)
     return build_served_app(
-        serve_bundle(loaded, sandbox=provider),
+        served_tasks(loaded, sandbox=provider),
         name=env_name or loaded.name,
         description=loaded.config.description,
         max_concurrent_envs=max_concurrent_envs,
@@ -177,7 +177,7 @@ def build_app(
 
 
 def build_served_app(
-    served: Served,
+    served: ServedTasks,
     *,
     name: str = "tasks",
     description: str = "",
@@ -188,7 +188,7 @@ def build_served_app(
     content_digest: str | None = None,
     allowed_hosts: Iterable[str] | None = None,
 ) -> FastAPI:
-    """The app that serves `served` (split -> tasks, as `serve_bundle` makes them) over OpenEnv.
+    """The app that serves `served` (split -> tasks, as `served_tasks` makes them) over OpenEnv.
 
     The seam under `build_app`, which passes it a bundle's served tasks: pass any others, such as
     `agent_env.testing.fake_served(...)`, to get exactly the server a bundle gets. `name` is the

@@ -9,7 +9,7 @@ from agent_env._threads import run_in_own_thread
 from agent_env.errors import AgentEnvError, ErrorCode
 from agent_env.openenv.calls import ClientLink
 from agent_env.openenv.tracker import EpisodeTracker
-from agent_env.served import Served, ServedTask
+from agent_env.served import ServedTask, ServedTasks
 
 
 class TaskLookupError(AgentEnvError, LookupError):
@@ -23,7 +23,7 @@ class ServerContext:
     """One server's shared state; sessions and routes use it on the server's event loop."""
 
     name: str
-    served: Served
+    served: ServedTasks
     description: str = ""
     max_concurrent_envs: int = 1
     tracker: EpisodeTracker = field(default_factory=EpisodeTracker)

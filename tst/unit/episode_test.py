@@ -22,7 +22,7 @@ from agent_env import (
     LocalSandboxProvider,
     Task,
     load_solutions,
-    play,
+    replay,
 )
 from agent_env.sandbox import LocalSandbox
 from agent_env.verifiers import FunctionCheck, Verifier
@@ -198,7 +198,7 @@ def test_a_two_turn_task_answers_its_first_end_turn_with_the_second_prompt_and_s
     task = example("store-then-move-000")
     episode = Episode(task)
 
-    async def main() -> tuple[agent_env.TurnEnd, agent_env.TurnEnd]:
+    async def main() -> tuple[agent_env.TurnResult, agent_env.TurnResult]:
         await episode.deploy()
         await episode.call_tool("add_crate", {"crate": "C16", "bay": 2, "kind": "dry"})
         first = await episode.end_turn("Stored.")
@@ -207,8 +207,8 @@ def test_a_two_turn_task_answers_its_first_end_turn_with_the_second_prompt_and_s
 
     first, second = asyncio.run(main())
 
-    assert first == agent_env.TurnEnd(done=False, turn=2, prompt=task.turns[1])
-    assert second == agent_env.TurnEnd(done=True, turn=2, score=1.0, verifier_scores=(1.0,))
+    assert first == agent_env.TurnResult(done=False, turn=2, prompt=task.turns[1])
+    assert second == agent_env.TurnResult(done=True, turn=2, score=1.0, verifier_scores=(1.0,))
     assert episode.replies == ["Stored.", "Moved."]
 
 
@@ -219,7 +219,7 @@ def test_a_bash_task_runs_bash_in_its_sandbox_and_its_bash_verifier_scores_the_r
     task = example("manifest-total-000")
     episode = Episode(task, provider=LocalSandboxProvider(tmp_path))
 
-    async def main() -> tuple[str, agent_env.TurnEnd]:
+    async def main() -> tuple[str, agent_env.TurnResult]:
         await episode.deploy()
         listing = await episode.call_tool("bash", {"command": "cat manifest.csv"})
         await episode.call_tool("bash", {"command": AWK_TOTAL})
@@ -428,9 +428,9 @@ def test_every_example_task_scores_1_for_its_reference_play_and_0_for_a_play_tha
     reference = load_solutions(BUNDLE, split)[task_id].turns
     sandboxes = LocalSandboxProvider(tmp_path)
 
-    async def main() -> tuple[agent_env.PlayResult, agent_env.PlayResult]:
-        solved = await play(Episode(task, provider=sandboxes), reference)
-        return solved, await play(Episode(task, provider=sandboxes), [])
+    async def main() -> tuple[agent_env.ReplayResult, agent_env.ReplayResult]:
+        solved = await replay(Episode(task, provider=sandboxes), reference)
+        return solved, await replay(Episode(task, provider=sandboxes), [])
 
     solved, idle = asyncio.run(main())
 

@@ -1,4 +1,4 @@
-"""Scripted plays: `play` drives an episode turn by turn and always tears it down."""
+"""Scripted plays: `replay` drives an episode turn by turn and always tears it down."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import agent_env
 from agent_env import (
     Episode,
     EpisodeState,
-    PlayResult,
+    ReplayResult,
     Script,
     ScriptedCall,
     ScriptedTurn,
-    TurnEnd,
+    TurnResult,
     load_solutions,
-    play,
+    replay,
 )
 from agent_env.contexts import VerifierContext
 from agent_env.testing import FakeTask, calls
@@ -47,9 +47,9 @@ def test_play_ends_the_turns_a_script_leaves_open_with_empty_replies_and_tears_d
         "weigh", tools=[weigh], turns=("Weigh C12.", "Log it.", "Sign off."), score=weighed
     ).new_episode()
 
-    result = asyncio.run(play(episode, [ScriptedTurn(calls=[call("weigh", crate="C12")], reply="40 kg.")]))
+    result = asyncio.run(replay(episode, [ScriptedTurn(calls=[call("weigh", crate="C12")], reply="40 kg.")]))
 
-    assert result == PlayResult(
+    assert result == ReplayResult(
         score=1.0,
         tool_calls=1,
         transcript=[
@@ -70,7 +70,7 @@ def test_play_records_tool_errors_in_the_transcript_and_keeps_going():
     episode = FakeTask("weigh", tools=[weigh], turns=("Weigh C12.",), score=weighed).new_episode()
     calls = [call("paint", colour="red"), call("weigh", crate=12), call("weigh", crate="C12")]
 
-    result = asyncio.run(play(episode, [ScriptedTurn(calls=calls, reply="Done.")]))
+    result = asyncio.run(replay(episode, [ScriptedTurn(calls=calls, reply="Done.")]))
 
     assert result.transcript[1:4] == [
         'paint({"colour": "red"}) -> error: unknown tool \'paint\' (tools: weigh) (code: UNKNOWN_TOOL)',
@@ -84,9 +84,9 @@ def test_play_records_tool_errors_in_the_transcript_and_keeps_going():
 def test_play_returns_the_error_when_deploy_fails_and_still_tears_down():
     episode = FakeTask("stuck", deploy_error=RuntimeError("no berth free")).new_episode()
 
-    result = asyncio.run(play(episode, [ScriptedTurn(reply="Done.")]))
+    result = asyncio.run(replay(episode, [ScriptedTurn(reply="Done.")]))
 
-    assert result == PlayResult(
+    assert result == ReplayResult(
         error="deploy of task 'stuck' failed: RuntimeError: no berth free (code: DEPLOY_FAILED)"
     )
     assert episode.state is EpisodeState.TORN_DOWN
@@ -95,7 +95,7 @@ def test_play_returns_the_error_when_deploy_fails_and_still_tears_down():
 class BrokenScales(Episode):
     """An episode whose turn's end raises what an Episode never does."""
 
-    async def end_turn(self, reply: str) -> TurnEnd:
+    async def end_turn(self, reply: str) -> TurnResult:
         raise RuntimeError("the scales are broken")
 
 
@@ -103,7 +103,7 @@ def test_play_tears_down_even_when_a_step_raises_something_other_than_an_episode
     episode = BrokenScales(FakeTask("weigh", tools=[weigh]).task_at("train", 0))
 
     with pytest.raises(RuntimeError, match="the scales are broken"):
-        asyncio.run(play(episode, []))
+        asyncio.run(replay(episode, []))
 
     assert episode.state is EpisodeState.TORN_DOWN
 

@@ -19,7 +19,7 @@ from agent_env import (
     TaskSpec,
     Tool,
     ToolsetSpec,
-    TurnEnd,
+    TurnResult,
     VerifierSummary,
 )
 from agent_env.contexts import VerifierContext
@@ -222,7 +222,7 @@ def test_the_scripted_score_comes_back_on_the_last_end_turn(
         "weigh", tools=[weigh], turns=("Weigh a crate.", "Say done."), score=score
     ).new_episode()
 
-    async def main() -> tuple[TurnEnd, TurnEnd]:
+    async def main() -> tuple[TurnResult, TurnResult]:
         await episode.deploy()
         for arguments in calls:
             await episode.call_tool("weigh", arguments)
@@ -230,8 +230,8 @@ def test_the_scripted_score_comes_back_on_the_last_end_turn(
 
     first, last = asyncio.run(main())
 
-    assert first == TurnEnd(done=False, turn=2, prompt="Say done.")
-    assert last == TurnEnd(done=True, turn=2, score=expected, verifier_scores=(expected,))
+    assert first == TurnResult(done=False, turn=2, prompt="Say done.")
+    assert last == TurnResult(done=True, turn=2, score=expected, verifier_scores=(expected,))
 
 
 def test_a_fake_task_with_a_deploy_error_fails_its_deploy_with_deploy_failed():
@@ -295,7 +295,7 @@ def test_a_gate_holds_its_step_until_the_test_releases_it(step: str, loop: async
     expected = {
         "deploy": "Weigh C12.",
         "tool": "C12: 40 kg",
-        "verify": TurnEnd(done=True, turn=1, score=0.5, verifier_scores=(0.5,)),
+        "verify": TurnResult(done=True, turn=1, score=0.5, verifier_scores=(0.5,)),
         "teardown": None,
     }
     assert answer == expected[step]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import agent_env
-from agent_env import Episode, ScriptedTurn, load_solutions, play
+from agent_env import Episode, ScriptedTurn, load_solutions, replay
 from tst.support.generated import contents, generator
 
 DEPOT = Path(__file__).resolve().parents[3] / "examples" / "depot"
@@ -68,8 +68,8 @@ def test_each_reference_play_scores_1_and_doing_nothing_scores_0(split: str):
     async def scores() -> list[tuple[str, float | None, float | None]]:
         found = []
         for task in BUNDLE.tasks(split):
-            played = await play(Episode(task), solutions[task.id].turns)
-            idle = await play(Episode(task), [ScriptedTurn()])
+            played = await replay(Episode(task), solutions[task.id].turns)
+            idle = await replay(Episode(task), [ScriptedTurn()])
             found.append((task.id, played.score, idle.score))
         return found
 

@@ -6,18 +6,18 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_env import Episode, TurnEnd, load_bundle
+from agent_env import Episode, TurnResult, load_bundle
 
 Moves = Sequence[tuple[list[str], str]]
 """Each turn's books to shelve, then the reply that ends it."""
 
 
-def played(root: Path, moves: Moves) -> tuple[Episode, list[TurnEnd]]:
+def played(root: Path, moves: Moves) -> tuple[Episode, list[TurnResult]]:
     """Play the bundle's first train task: each move shelves its books, then ends the turn with its
     reply, until the episode is done; torn down whatever happens."""
     episode = Episode(load_bundle(root).task("train", 0))
 
-    async def main() -> list[TurnEnd]:
+    async def main() -> list[TurnResult]:
         ends = []
         try:
             await episode.deploy()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agent_env import EpisodeError, ErrorCode, TurnEnd
+from agent_env import EpisodeError, ErrorCode, TurnResult
 from agent_env.users import STOP
 from agent_env.users.chat import INSTRUCTIONS
 from tst.support.bundles import a_task, make_bundle
@@ -46,7 +46,7 @@ def test_the_model_s_answer_opens_the_next_turn_and_its_stop_ends_the_task_which
 
     _, ends = played(root, [([], "Which book would you like?"), (["Dune"], "Dune is shelved.")])
 
-    assert ends[0] == TurnEnd(done=False, turn=2, prompt="Dune, please.")
+    assert ends[0] == TurnResult(done=False, turn=2, prompt="Dune, please.")
     assert ends[1].done and ends[1].score == 1.0
 
 

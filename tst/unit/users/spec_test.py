@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agent_env import Episode, EpisodeError, ErrorCode, TurnEnd, load_bundle, trajectory_of
+from agent_env import Episode, EpisodeError, ErrorCode, TurnResult, load_bundle, trajectory_of
 from tst.support.bundles import a_task, make_bundle
 from tst.unit.users._play import played
 
@@ -85,8 +85,8 @@ def test_the_user_s_next_message_opens_the_next_turn_and_depends_on_what_the_age
     _, asked = played(root, [([], "Which book would you like?")])
     _, told = played(root, [([], "Done, it is on the shelf.")])
 
-    assert asked[0] == TurnEnd(done=False, turn=2, prompt="Dune, please.")
-    assert told[0] == TurnEnd(done=False, turn=2, prompt="You have not shelved Dune yet.")
+    assert asked[0] == TurnResult(done=False, turn=2, prompt="Dune, please.")
+    assert told[0] == TurnResult(done=False, turn=2, prompt="You have not shelved Dune yet.")
 
 
 def test_a_user_that_has_no_more_to_say_ends_the_task_which_is_then_scored(tmp_path):
