@@ -44,7 +44,7 @@ from agent_env.mcp.spec import McpEnvSpec
 from agent_env.sandbox.base import OnHost, Sandbox, SandboxProvider
 from agent_env.sandbox.registry import sandbox_provider
 from agent_env.task import Task
-from agent_env.toolset import AnyTool, Toolset
+from agent_env.toolset import BASH, AnyTool, Shell, Toolset
 from agent_env.verifiers import EnvInstance, aggregate
 
 if TYPE_CHECKING:
@@ -416,19 +416,9 @@ class Episode:
         return await tool.call(self._envs[env_name], arguments)
 
     async def _bash(self, arguments: Mapping[str, Any]) -> str:
-        command = arguments.get("command") if isinstance(arguments, Mapping) else None
-        extra = sorted(set(arguments) - {"command"}) if isinstance(arguments, Mapping) else []
-        if not isinstance(command, str) or extra:
-            problem = (
-                f"unknown argument '{extra[0]}'" if extra else "argument 'command' (a string) is required"
-            )
-            raise EpisodeError(ErrorCode.INVALID_ARGUMENTS, f"bash: {problem}")
         assert self._sandbox is not None
-        settings = self.task.sandbox_settings
-        result = await self._sandbox.run(
-            command, timeout_s=settings.command_timeout_s, max_output_bytes=settings.max_output_bytes
-        )
-        return result.render(settings.command_timeout_s)
+        answer: str = await BASH.invoke(Shell(self._sandbox, self.task.sandbox_settings), arguments)
+        return answer
 
     def _check_alive(self) -> None:
         if self.state in _RELEASING:

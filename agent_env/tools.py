@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent_env._threads import call_as
 from agent_env.errors import EpisodeError, ErrorCode, ToolDefinitionError, validation_problems
-from agent_env.names import name_problem
+from agent_env.names import RESERVED_NAMES, name_problem
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _MARK = "__agent_env_tool__"
@@ -107,14 +107,16 @@ class Tool:
         roles: frozenset[str] | None = None,
         method: bool = False,
         timeout_s: float | None = None,
+        reserved: frozenset[str] = RESERVED_NAMES,
     ) -> Tool:
-        """Build a tool from a typed, documented function; `method` skips its first parameter.
+        """Build a tool from a typed, documented function; `method` skips its first parameter;
+        `reserved` are the names it may not take (the framework's own tools make theirs so).
 
         Raises ToolDefinitionError naming every reason the tool cannot be built.
         """
         name = function.__name__
         reasons: list[str] = []
-        if problem := name_problem(name, what="the name"):
+        if problem := name_problem(name, what="the name", reserved=reserved):
             reasons.append(problem)
         if problem := _timeout_problem(timeout_s):
             reasons.append(problem)

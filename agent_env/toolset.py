@@ -16,7 +16,9 @@ from typing import Any
 from agent_env.env import EnvSpec
 from agent_env.mcp.spec import McpEnvSpec
 from agent_env.mcp.tools import McpTool
-from agent_env.sandbox.base import KILL_MARGIN_S
+from agent_env.names import TRAINER_METHODS
+from agent_env.sandbox.base import KILL_MARGIN_S, Sandbox
+from agent_env.sandbox.config import SandboxConfig
 from agent_env.specs import (
     DEFAULT_ROLE,
     AccessChange,
@@ -24,21 +26,31 @@ from agent_env.specs import (
 )
 from agent_env.tools import Tool
 
-BASH_TOOL: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "bash",
-        "description": (
-            "Run a bash command in your sandbox's working folder and get its output and exit code."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {"command": {"type": "string", "description": "The bash command to run."}},
-            "required": ["command"],
-            "additionalProperties": False,
-        },
-    },
-}
+
+@dataclass(frozen=True)
+class Shell:
+    """The bash tool's side of an episode: its sandbox and the task's limits on a command."""
+
+    sandbox: Sandbox
+    settings: SandboxConfig
+
+    async def bash(self, command: str) -> str:
+        """Run a bash command in your sandbox's working folder and get its output and exit code.
+
+        Args:
+            command: The bash command to run.
+        """
+        limits = self.settings
+        result = await self.sandbox.run(
+            command, timeout_s=limits.command_timeout_s, max_output_bytes=limits.max_output_bytes
+        )
+        return result.render(limits.command_timeout_s)
+
+
+BASH = Tool.from_function(Shell.bash, method=True, reserved=TRAINER_METHODS)
+"""The bash tool: its schema and argument checks made as every env tool's are."""
+
+BASH_TOOL: dict[str, Any] = BASH.schema
 
 
 def toolset_name(envs: Sequence[str], role: str, access: Sequence[AccessChange], bash: bool) -> str:

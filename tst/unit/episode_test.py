@@ -235,6 +235,36 @@ def test_a_bash_task_runs_bash_in_its_sandbox_and_its_bash_verifier_scores_the_r
     assert (end.score, end.verifier_scores) == (1.0, (1.0,))
 
 
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ({}, "bash: argument 'command' is required"),
+        ({"command": 7}, "bash: argument 'command': Input should be a valid string (got 7)"),
+        (
+            {"command": "ls", "cwd": "/"},
+            "bash: argument 'cwd' is unknown (arguments: command); remove it or check its spelling",
+        ),
+    ],
+)
+def test_bash_s_arguments_are_checked_as_every_tool_s_are_naming_the_bad_one(
+    arguments: dict[str, Any], said: str, tmp_path: Path
+):
+    episode = Episode(example("manifest-total-000"), provider=LocalSandboxProvider(tmp_path))
+
+    async def main() -> None:
+        await episode.deploy()
+        try:
+            await episode.call_tool("bash", arguments)
+        finally:
+            await episode.teardown()
+
+    with pytest.raises(EpisodeError) as refused:
+        asyncio.run(main())
+    error = refused.value
+
+    assert (error.code, error.message) == (agent_env.ErrorCode.INVALID_ARGUMENTS, said)
+
+
 def test_a_bash_command_past_its_deadline_is_killed_with_its_process_group_and_reported(tmp_path: Path):
     task = example("manifest-total-000")
     quick = dataclasses.replace(
