@@ -77,9 +77,9 @@ if _typing.TYPE_CHECKING:
     )
     from agent_env.specs import (
         AccessChange as AccessChange,
-        Script as Script,
         ScriptedCall as ScriptedCall,
         ScriptedTurn as ScriptedTurn,
+        Solution as Solution,
         SolutionSpec as SolutionSpec,
         TaskSpec as TaskSpec,
         ToolsetSpec as ToolsetSpec,
@@ -147,7 +147,7 @@ else:
             "agent_env.served": ["ServedTasks", "ServedTask", "served_tasks"],
             "agent_env.specs": [
                 "AccessChange",
-                "Script",
+                "Solution",
                 "ScriptedCall",
                 "ScriptedTurn",
                 "SolutionSpec",
@@ -173,6 +173,7 @@ else:
         eager=["__version__"],
         renamed={
             "PlayResult": "ReplayResult",
+            "Script": "Solution",
             "Served": "ServedTasks",
             "TurnEnd": "TurnResult",
             "play": "replay",

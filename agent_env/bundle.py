@@ -6,7 +6,7 @@
     verifiers.py         optional: the bundle's own verifier functions
     users.py             optional: the bundle's simulated users (a task's `user`)
     tasks/SPLIT.jsonl    one task per line (or tasks/SPLIT.json: a list of tasks)
-    solutions/SPLIT.jsonl  optional: a reference play (a `Script`) per line, of a task of SPLIT
+    solutions/SPLIT.jsonl  optional: a reference play (a `Solution`) per line, of a task of SPLIT
     files/...            optional: files tasks copy into their sandboxes
 
 Loading checks everything and reports every problem at once, each with its file, its line or field,
@@ -49,7 +49,7 @@ from agent_env.mcp._require import INSTALL as MCP_INSTALL
 from agent_env.mcp.config import McpServerConfig, resolve_placeholders
 from agent_env.mcp.spec import McpEnvSpec
 from agent_env.sandbox.registry import PROVIDERS
-from agent_env.specs import AccessChange, Script
+from agent_env.specs import AccessChange, Solution
 from agent_env.task import Agent, AgentConfig, BundleConfig, FileSource, Task, TaskEntry
 from agent_env.toolset import AnyEnvSpec, Toolset
 from agent_env.users._require import INSTALL as USERS_INSTALL
@@ -79,7 +79,7 @@ class Bundle:
     """Every file of the folder, by its relative path and bytes (Python's caches and version control
     left out), read once at load: what decides a score beyond the task specs (verifiers, seeds, code).
     The server's `tasks_fingerprint` covers it."""
-    solutions: Mapping[str, Mapping[str, Script]] = field(default_factory=dict)
+    solutions: Mapping[str, Mapping[str, Solution]] = field(default_factory=dict)
     """Split -> task id -> the task's reference play, from `solutions/SPLIT.jsonl`."""
 
     def tasks(self, split: str) -> tuple[Task, ...]:
@@ -489,10 +489,10 @@ class _Loader:
 
     # solutions/
 
-    def _solutions(self, splits: Mapping[str, tuple[Task, ...]]) -> dict[str, dict[str, Script]]:
+    def _solutions(self, splits: Mapping[str, tuple[Task, ...]]) -> dict[str, dict[str, Solution]]:
         folder = self.root / "solutions"
         files = sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
-        solutions: dict[str, dict[str, Script]] = {}
+        solutions: dict[str, dict[str, Solution]] = {}
         for file in files:
             where = f"solutions/{file.name}"
             split = file.stem
@@ -507,7 +507,7 @@ class _Loader:
             if not self._inside(file, where) or not self._small_enough(file, where):
                 continue
             tasks = {task.id: task for task in splits[split]}
-            scripts: dict[str, Script] = {}
+            scripts: dict[str, Solution] = {}
             for line, raw in self._entries(file, where):
                 place = f"{where}:{line}"
                 script = self._script(place, raw, split, tasks)
@@ -520,9 +520,9 @@ class _Loader:
             solutions[split] = scripts
         return solutions
 
-    def _script(self, place: str, raw: Any, split: str, tasks: Mapping[str, Task]) -> Script | None:
+    def _script(self, place: str, raw: Any, split: str, tasks: Mapping[str, Task]) -> Solution | None:
         try:
-            script = Script.model_validate(raw)
+            script = Solution.model_validate(raw)
         except ValidationError as exc:
             label = (
                 f" (task '{raw['id']}')" if isinstance(raw, dict) and isinstance(raw.get("id"), str) else ""

@@ -15,8 +15,8 @@ from agent_env.bundle import Bundle
 from agent_env.episode import Episode
 from agent_env.errors import EpisodeError
 from agent_env.specs import (
-    Script,
     ScriptedTurn,
+    Solution,
 )
 
 
@@ -58,7 +58,7 @@ async def replay(episode: Episode, turns: Sequence[ScriptedTurn]) -> ReplayResul
     return result
 
 
-def load_solutions(bundle: Bundle, split: str) -> dict[str, Script]:
+def load_solutions(bundle: Bundle, split: str) -> dict[str, Solution]:
     """The reference plays of `split` by task id (checked when the bundle loaded); empty when the
     bundle keeps none."""
     return dict(bundle.solutions.get(split, {}))

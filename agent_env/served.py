@@ -17,7 +17,7 @@ from agent_env.bundle import Bundle, load_bundle
 from agent_env.episode import Episode
 from agent_env.sandbox.base import SandboxProvider
 from agent_env.sandbox.registry import sandbox_provider
-from agent_env.specs import Script, TaskSpec
+from agent_env.specs import Solution, TaskSpec
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class ServedTask:
 
     spec: TaskSpec
     new_episode: Callable[[], Episode]
-    solution: Script | None = None
+    solution: Solution | None = None
 
 
 ServedTasks = Mapping[str, Sequence[ServedTask]]

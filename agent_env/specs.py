@@ -2,9 +2,8 @@
 and a trainer reads.
 
 They are values of their own, with pydantic alone beneath them, so a trainer reads them without
-importing the engine that makes them (`Task.spec`, `Toolset.spec`). `agent_env.task` and
-`agent_env.toolset` re-export them, where a bundle's author finds them; `agent_env.replay` re-exports
-the scripts (a bundle's `solutions/SPLIT.jsonl` holds one per line).
+importing the engine that makes them (`Task.spec`, `Toolset.spec`). A `Solution` is a line of a
+bundle's `solutions/SPLIT.jsonl`; `agent_env` exports them all.
 """
 
 from __future__ import annotations
@@ -15,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from agent_env._renamed import renamed
 
 DEFAULT_ROLE = "default"
 
@@ -120,8 +121,9 @@ class ScriptedTurn(BaseModel):
     reply: str = ""
 
 
-class Script(BaseModel):
-    """A scripted play of one task, and the score it should get."""
+class Solution(BaseModel):
+    """A task's reference play, a line of `solutions/SPLIT.jsonl`: its turns scripted, and the score
+    it should get."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -136,7 +138,7 @@ class SolutionSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     index: int
-    script: Script
+    script: Solution
 
 
 def tasks_fingerprint(splits: Mapping[str, Sequence[TaskSpec]], *, content: str | None = None) -> str:
@@ -150,3 +152,6 @@ def tasks_fingerprint(splits: Mapping[str, Sequence[TaskSpec]], *, content: str 
     covered: dict[str, Any] = listed if content is None else {"splits": listed, "content": content}
     text = json.dumps(covered, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+__getattr__ = renamed(__name__, {"Script": "Solution"})

@@ -25,7 +25,7 @@ from agent_env.episode import Episode, EpisodeState
 from agent_env.events import EpisodeEvent, ToolCalled, TornDown
 from agent_env.sandbox.base import CommandResult, Sandbox
 from agent_env.served import ServedTask, ServedTasks
-from agent_env.specs import DEFAULT_ROLE, AccessChange, Script, TaskSpec
+from agent_env.specs import DEFAULT_ROLE, AccessChange, Solution, TaskSpec
 from agent_env.task import Agent, Task
 from agent_env.tools import Tool
 from agent_env.toolset import Toolset
@@ -100,7 +100,7 @@ class FakeTask:
     verify_gate: Gate | None = None
     teardown_gate: Gate | None = None
     deploy_error: Exception | None = None
-    solution: Script | None = None
+    solution: Solution | None = None
     episodes: list[Episode] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:

@@ -1,4 +1,4 @@
-"""A policy that plays a script: a task's reference play (`Script`), turn by turn, over the wire.
+"""A policy that plays a script: a task's reference play (`Solution`), turn by turn, over the wire.
 
 In each turn it first answers with all of the turn's tool calls (a script writes them before it sees
 any result, as a model does that calls several tools in one answer), then, once their results are
@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from agent_env.eval.policy import END_TURN, AssistantMessage, Message, PolicyError, ToolCall
-from agent_env.specs import Script
+from agent_env.specs import Solution
 
 
 class ScriptedPolicy:
@@ -21,7 +21,7 @@ class ScriptedPolicy:
     One instance plays one sample (it keeps its place in the script); make one per play.
     """
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Solution) -> None:
         self.script = script
         self._answers = iter(_answers(script))
 
@@ -35,7 +35,7 @@ class ScriptedPolicy:
         return answer
 
 
-def _answers(script: Script) -> list[AssistantMessage]:
+def _answers(script: Solution) -> list[AssistantMessage]:
     answers = []
     for turn_number, turn in enumerate(script.turns, start=1):
         if turn.calls:

@@ -29,7 +29,7 @@ from starlette.routing import Route
 
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.replay import load_solutions
-from agent_env.specs import Script
+from agent_env.specs import Solution
 
 API_KEY = "sk-stand-in"
 MODEL = "stand-in"
@@ -133,7 +133,7 @@ class ChatStandIn:
         if play == "malformed":
             return _calling(call_id, "list_crates", '{"bay": 4,', content="Let me look.")
         split = next(split for split in self.bundle.splits if task_id in load_solutions(self.bundle, split))
-        script: Script = load_solutions(self.bundle, split)[task_id]
+        script: Solution = load_solutions(self.bundle, split)[task_id]
         # A turn opens with a user message, or with the answer to an end_turn call (the next prompt).
         ending = {
             c["id"]

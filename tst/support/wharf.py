@@ -13,7 +13,7 @@ from typing import Any
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.env import EnvSpec
 from agent_env.replay import load_solutions
-from agent_env.specs import Script
+from agent_env.specs import Solution
 from agent_env.task import Task
 from agent_env.toolset import Toolset
 from tst.support.waiting import running
@@ -49,7 +49,7 @@ def with_envs(task: Task, *extra: EnvSpec) -> Task:
 
 
 @functools.cache
-def reference_play(task_id: str) -> Script:
+def reference_play(task_id: str) -> Solution:
     """The task's reference play, from the bundle's solutions/train.jsonl."""
     return load_solutions(load_bundle(WHARF), "train")[task_id]
 

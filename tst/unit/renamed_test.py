@@ -19,6 +19,8 @@ import pytest
         ("agent_env.replay", "play", "replay"),
         ("agent_env.episode", "TurnEnd", "TurnResult"),
         ("agent_env.served", "serve_bundle", "served_tasks"),
+        ("agent_env", "Script", "Solution"),
+        ("agent_env.specs", "Script", "Solution"),
     ],
 )
 def test_a_renamed_name_still_answers_under_its_old_one_with_a_warning_naming_the_new(

@@ -12,9 +12,9 @@ from agent_env import (
     Episode,
     EpisodeState,
     ReplayResult,
-    Script,
     ScriptedCall,
     ScriptedTurn,
+    Solution,
     TurnResult,
     load_solutions,
     replay,
@@ -114,7 +114,7 @@ def test_load_solutions_gives_the_example_s_reference_plays_by_task_id():
     solutions = load_solutions(bundle, "train")
 
     assert list(solutions) == [task.id for task in bundle.tasks("train")]
-    assert solutions["store-then-move-000"] == Script(
+    assert solutions["store-then-move-000"] == Solution(
         id="store-then-move-000",
         turns=[
             ScriptedTurn(calls=[call("add_crate", crate="C16", bay=2, kind="dry")], reply="Stored."),

@@ -8,7 +8,7 @@ from typing import Any
 from agent_env import Tool
 from agent_env.eval import AssistantMessage, Message, PlaySettings, ScriptedPolicy, play_sample
 from agent_env.openenv import build_served_app
-from agent_env.specs import Script, ScriptedCall, ScriptedTurn
+from agent_env.specs import ScriptedCall, ScriptedTurn, Solution
 from agent_env.testing import FakeTask, fake_served
 from tst.support.frames import RecordFrames
 from tst.support.serving import Serve
@@ -25,7 +25,7 @@ def test_each_tool_call_is_sent_with_the_deadline_its_tool_lists_else_with_tool_
         ScriptedCall(tool="add_crate", arguments={"crate": "C1", "bay": 2}),
         ScriptedCall(tool="list_crates"),
     ]
-    script = Script(id="store", turns=[ScriptedTurn(calls=calls, reply="Stored.")])
+    script = Solution(id="store", turns=[ScriptedTurn(calls=calls, reply="Stored.")])
 
     played = play_sample(
         url,

@@ -215,7 +215,7 @@ def test_the_solutions_route_leaves_out_the_tasks_without_one_and_keeps_the_othe
     solved = FakeTask(
         "solved",
         tools=[list_crates],
-        solution=agent_env.Script(id="solved", turns=[{"calls": [{"tool": "list_crates"}], "reply": "1"}]),
+        solution=agent_env.Solution(id="solved", turns=[{"calls": [{"tool": "list_crates"}], "reply": "1"}]),
     )
     server = serve({"train": [plain_task(), solved], "eval": [plain_task()]})
 

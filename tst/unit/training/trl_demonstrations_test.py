@@ -12,7 +12,7 @@ import httpx
 import pytest
 from transformers.utils.chat_template_utils import get_json_schema
 
-from agent_env import Script
+from agent_env import Solution
 from agent_env.testing import FakeTask
 from agent_env.training.trl import (
     TASK_OVER,
@@ -30,9 +30,9 @@ from tst.unit.training._trl import Open, dock_task
 
 def script(
     task_id: str, *turns: tuple[list[tuple[str, dict[str, Any]]], str], expected: float = 1.0
-) -> Script:
+) -> Solution:
     """A reference play: per turn, its calls as (tool, arguments) and its reply."""
-    return Script.model_validate(
+    return Solution.model_validate(
         {
             "id": task_id,
             "turns": [

@@ -30,6 +30,7 @@ SHARED_WITH_THE_SERVER = {
     "agent_env._errors",
     "agent_env._extras",
     "agent_env._lazy",
+    "agent_env._renamed",
     "agent_env._private",
     "agent_env._private.openenv_client",
     "agent_env._private.threading_exit",
@@ -43,7 +44,8 @@ SHARED_WITH_THE_SERVER = {
     "agent_env.openenv.wire",
 }
 """agent_env's modules the trainer's side may load besides its own: the wire contract (its error codes,
-their root and the name rules included), the package inits above it, the fences of what it relies on, and
+their root and the name rules included), the package inits above it (and the old names they still
+answer), the fences of what it relies on, and
 the deadlines both sides keep."""
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agent_env import Redaction, Script, Trajectory, TrajectoryRecorder, read_trajectories
+from agent_env import Redaction, Solution, Trajectory, TrajectoryRecorder, read_trajectories
 from agent_env.eval import ScriptedPolicy, evaluate
 from agent_env.openenv import BackgroundServer
 from agent_env.training.trl import AgentEnv, DemonstrationError, DemonstrationWarning
@@ -30,8 +30,8 @@ JAMMED = {
 TWO_TURNS = ("Store crate C1 in bay 2.", "Say when you are done.")
 
 
-def script(task_id: str, *turns: dict[str, Any]) -> Script:
-    return Script.model_validate({"id": task_id, "turns": list(turns)})
+def script(task_id: str, *turns: dict[str, Any]) -> Solution:
+    return Solution.model_validate({"id": task_id, "turns": list(turns)})
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def recorded(recorder: TrajectoryRecorder, count: int) -> Path:
 class EachSample:
     """A policy that plays `script` afresh in each sample (one `ScriptedPolicy` plays one)."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Solution) -> None:
         self.script = script
         self.playing = ScriptedPolicy(script)
 
