@@ -16,18 +16,18 @@ import types
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agent_env._renamed import warn_renamed
-
 
 class _LazyPackage(types.ModuleType):
     _exports: dict[str, str]
-    _renamed: dict[str, str]
+    _old_names: dict[str, str]
 
     def __getattr__(self, name: str) -> Any:
         module = self._exports.get(name)
-        if module is None and name in self._renamed:
-            warn_renamed(self.__name__, name, self._renamed[name])
-            return getattr(self, self._renamed[name])
+        if module is None and name in self._old_names:
+            from agent_env._renamed import warn_renamed  # only when an old name is used
+
+            warn_renamed(self.__name__, name, self._old_names[name])
+            return getattr(self, self._old_names[name])
         if module is None:
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module), name)
@@ -58,6 +58,6 @@ def lazy_exports(
     where = {name: module for module, names in exports.items() for name in names}
     target = sys.modules[package]
     target.__dict__["_exports"] = where
-    target.__dict__["_renamed"] = dict(renamed or {})
+    target.__dict__["_old_names"] = dict(renamed or {})
     target.__dict__["__all__"] = sorted([*where, *eager])
     target.__class__ = _LazyPackage

@@ -1,11 +1,12 @@
 """Public names that were renamed: still found under the old name for a while, with a warning that
-says the new one. The one place the rule lives: modules and lazy packages both use `renamed`."""
+says the new one. The one place the rule lives: modules (`old_name`) and lazy packages
+(`agent_env._lazy`) use it."""
 
 from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -18,15 +19,12 @@ def warn_renamed(module: str, old: str, new: str) -> None:
     )
 
 
-def renamed(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module `__getattr__` that answers each old name of `names` (old -> new) with the new name's
-    value, warning; any other name is the usual AttributeError."""
-
-    def attribute(name: str) -> Any:
-        new = names.get(name)
-        if new is None:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        warn_renamed(module, name, new)
-        return getattr(sys.modules[module], new)
-
-    return attribute
+def old_name(module: str, name: str, names: Mapping[str, str]) -> Any:
+    """What a module's `__getattr__` answers for `name`: the new name's value, with a warning, when
+    `name` is an old one of `names` (old -> new); otherwise the usual AttributeError. The module
+    imports this only then, so its own import costs nothing more."""
+    new = names.get(name)
+    if new is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    warn_renamed(module, name, new)
+    return getattr(sys.modules[module], new)

@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from agent_env._renamed import renamed
 from agent_env._threads import call_maybe_async, run_in_own_thread
 from agent_env._unicode import NOT_UNICODE, invalid_text, valid_data, valid_text
 from agent_env.contexts import UserContext, VerifierContext
@@ -473,4 +472,7 @@ async def _close(instance: EnvInstance) -> None:
         await run_in_own_thread(instance.close)
 
 
-__getattr__ = renamed(__name__, {"TurnEnd": "TurnResult"})
+def __getattr__(name: str) -> Any:
+    from agent_env._renamed import old_name
+
+    return old_name(__name__, name, {"TurnEnd": "TurnResult"})

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from agent_env._renamed import renamed
 from agent_env.bundle import Bundle
 from agent_env.episode import Episode
 from agent_env.errors import EpisodeError
@@ -64,4 +64,7 @@ def load_solutions(bundle: Bundle, split: str) -> dict[str, Solution]:
     return dict(bundle.solutions.get(split, {}))
 
 
-__getattr__ = renamed(__name__, {"play": "replay", "PlayResult": "ReplayResult"})
+def __getattr__(name: str) -> Any:
+    from agent_env._renamed import old_name
+
+    return old_name(__name__, name, {"play": "replay", "PlayResult": "ReplayResult"})

@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
-from agent_env._renamed import renamed
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.episode import Episode
 from agent_env.sandbox.base import SandboxProvider
@@ -52,4 +52,7 @@ def served_tasks(bundle: Bundle | str | Path, *, sandbox: str | SandboxProvider 
     }
 
 
-__getattr__ = renamed(__name__, {"serve_bundle": "served_tasks", "Served": "ServedTasks"})
+def __getattr__(name: str) -> Any:
+    from agent_env._renamed import old_name
+
+    return old_name(__name__, name, {"serve_bundle": "served_tasks", "Served": "ServedTasks"})

@@ -15,8 +15,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent_env._renamed import renamed
-
 DEFAULT_ROLE = "default"
 
 
@@ -154,4 +152,7 @@ def tasks_fingerprint(splits: Mapping[str, Sequence[TaskSpec]], *, content: str 
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-__getattr__ = renamed(__name__, {"Script": "Solution"})
+def __getattr__(name: str) -> Any:
+    from agent_env._renamed import old_name
+
+    return old_name(__name__, name, {"Script": "Solution"})
