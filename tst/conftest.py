@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,10 @@ from tst.util import capabilities
 for _name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
     os.environ.setdefault(_name, "1")
 os.environ.pop("AGENTENV_TOKEN", None)  # a token in the developer's shell would guard every test server
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module:
+    return capabilities.NeedingModule.from_parent(parent, path=module_path)
 
 
 @pytest.hookimpl(trylast=True)
