@@ -219,3 +219,10 @@ class NeedingModule(pytest.Module):
             if reason is not None:
                 pytest.skip(reason)
         return list(super().collect())
+
+
+def located(report: pytest.CollectReport, collector: pytest.Collector) -> pytest.CollectReport:
+    """A module's capability skip reported at the module, not at the line here that raised it."""
+    if isinstance(collector, NeedingModule) and report.skipped and isinstance(report.longrepr, tuple):
+        report.longrepr = (str(collector.path), None, report.longrepr[2])
+    return report
