@@ -47,6 +47,7 @@ def machine(monkeypatch):
     present = set()
     monkeypatch.setattr(capabilities, "has", lambda name: name in present)
     monkeypatch.delenv("AGENT_ENV_REQUIRE", raising=False)
+    monkeypatch.delenv("AGENT_ENV_CORE_ONLY", raising=False)
     return present
 
 
@@ -92,6 +93,10 @@ def test_the_page_tests_need_chromium_and_say_how_to_get_it_when_it_is_missing(m
     ]
 
 
+RULES = {"AGENT_ENV_REQUIRE", "AGENT_ENV_CORE_ONLY"}
+"""The variables that decide what may skip: this run's (CI's) are not passed on, each case sets its own."""
+
+
 def run_pytest(tmp_path: Path, source: str, **environment: str) -> subprocess.CompletedProcess[str]:
     """Run pytest, with the project's conftest, on the module beside one that needs nothing, on a machine
     without chromium."""
@@ -100,7 +105,11 @@ def run_pytest(tmp_path: Path, source: str, **environment: str) -> subprocess.Co
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "tst.conftest", "-q", "-rs", "-p", "no:cacheprovider", "."],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "AGENT_ENV_CHROMIUM": "/nowhere/chromium", **environment},
+        env={
+            **{name: value for name, value in os.environ.items() if name not in RULES},
+            **{"PYTHONPATH": str(ROOT), "AGENT_ENV_CHROMIUM": "/nowhere/chromium"},
+            **environment,
+        },
         capture_output=True,
         text=True,
         check=False,
