@@ -18,8 +18,11 @@ EXTRAS := dev openenv trl docker eval mcp users
 TORCH_WHEELS ?= /opt/wheels
 # `make lock` resolves the newest releases that fit; `make lock UPGRADE=` keeps the locked ones that still do.
 UPGRADE ?= --upgrade
+# `make test-core`'s virtualenv: the core alone and the test runner, at the lock's versions.
+CORE_VENV ?= .venv-core
+CORE_PYTHON := $(abspath $(CORE_VENV))/bin/python
 
-.PHONY: install installed lock notices trajectory-schema viewer-screenshot chromium test unit integration dist-test reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
+.PHONY: install installed lock notices trajectory-schema viewer-screenshot chromium test unit test-core integration dist-test reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
 
 # The virtualenv is made only when PYTHON is its interpreter.
 OWN_VENV := $(filter $(VENV_PYTHON),$(PYTHON))
@@ -76,6 +79,21 @@ test: installed
 
 unit: installed
 	@bash tst/util/run-tier.sh unit tst/unit
+
+# The core's unit tests on an install of the core alone (no extra, no torch, no TRL): a virtualenv of
+# their own, made from the lock's entries for the core's dependencies and the test runner
+# (tools/core_lock.py), hashes checked; the extras' tests skip there, each naming its install line.
+# The virtualenv is remade when the lock or pyproject.toml changes.
+$(CORE_VENV)/.installed: $(LOCK) pyproject.toml tools/core_lock.py
+	rm -rf $(CORE_VENV)
+	$(BASE_PYTHON) -m venv $(CORE_VENV)
+	$(BASE_PYTHON) -m tools.core_lock > $(CORE_VENV)/core.lock
+	$(CORE_PYTHON) -m pip install --quiet --require-hashes --only-binary :all: -r $(CORE_VENV)/core.lock
+	$(CORE_PYTHON) -m pip install --quiet --no-deps --no-build-isolation --editable .
+	@touch $@
+
+test-core: $(CORE_VENV)/.installed
+	@PYTHON=$(CORE_PYTHON) bash tst/util/run-tier.sh core tst/unit
 
 integration: installed
 	@bash tst/util/run-tier.sh integration tst/integration

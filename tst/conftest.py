@@ -1,11 +1,13 @@
-"""Test-wide settings and fixtures: capabilities decide skips at collection, nothing reaches the network,
+"""Test-wide settings and fixtures: capabilities decide skips at collection (a module's before it is
+imported, so the extras' tests skip on an install of the core alone), nothing reaches the network,
 and servers on loopback with OpenEnv clients (imported only when a test makes one) are closed after it."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,18 @@ from tst.util import capabilities
 for _name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
     os.environ.setdefault(_name, "1")
 os.environ.pop("AGENTENV_TOKEN", None)  # a token in the developer's shell would guard every test server
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module:
+    return capabilities.NeedingModule.from_parent(parent, path=module_path)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    report = yield
+    return capabilities.located(report, collector)
 
 
 @pytest.hookimpl(trylast=True)

@@ -28,6 +28,7 @@ from packaging.utils import canonicalize_name
 
 import agent_env
 from tools import notices
+from tst.util import capabilities
 
 PACKAGE = Path(agent_env.__file__).parent
 
@@ -87,11 +88,17 @@ def providers(module: str) -> set[str]:
     return {canonicalize_name(d) for d in PROVIDERS.get(module, [])}
 
 
+def installed(area: str) -> pytest.ParameterSet:
+    """An area's case, which reads the installed distributions of its install, so it needs its extra."""
+    needed = capabilities.extra(area)
+    return pytest.param(area, marks=[pytest.mark.needs(needed)] if needed else [], id=area)
+
+
 def names(requirements: list[Requirement]) -> set[str]:
     return {canonicalize_name(r.name) for r in requirements} - {notices.SELF}
 
 
-@pytest.mark.parametrize("area", list(DECLARED))
+@pytest.mark.parametrize("area", [installed(area) for area in DECLARED])
 def test_every_third_party_module_an_area_imports_is_declared_by_its_install(area: str) -> None:
     allowed = names(notices.install_requirements(area, DECLARED))
 
@@ -105,13 +112,14 @@ def test_every_third_party_module_an_area_imports_is_declared_by_its_install(are
     assert undeclared == []
 
 
-@pytest.mark.parametrize("area", list(DECLARED))
+@pytest.mark.parametrize("area", [installed(area) for area in DECLARED])
 def test_every_requirement_an_install_declares_is_imported_by_its_code(area: str) -> None:
     imported = set().union(*map(providers, third_party_imports(area)))
 
     assert sorted(names(DECLARED[area]) - imported) == []
 
 
+@pytest.mark.needs(*capabilities.EVERY_EXTRA)
 def test_the_trl_extra_includes_the_openenv_extra_and_so_brings_all_it_brings() -> None:
     closures = notices.closures()
 

@@ -14,6 +14,7 @@ import agent_env
 from agent_env import AgentEnvError, BundleError, EpisodeError, ErrorCode, load_bundle
 from agent_env.errors import validation_problems
 from tst.support.bundles import make_bundle
+from tst.util import capabilities
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "agent_env").rglob("*.py"))
@@ -59,6 +60,7 @@ def every_error_class_the_library_defines() -> list[type[BaseException]]:
     )
 
 
+@pytest.mark.needs(*capabilities.PACKAGE_EXTRAS)
 def test_every_error_the_library_defines_derives_from_agent_env_error() -> None:
     defined = every_error_class_the_library_defines()
     offenders = [f"{c.__module__}.{c.__qualname__}" for c in defined if not issubclass(c, AgentEnvError)]
@@ -77,23 +79,63 @@ def test_except_agent_env_error_catches_a_broken_bundle_still_a_bundle_error(tmp
     assert str(caught.value).startswith(f"1 problem in {root}\n  bundle.toml: malformed TOML")
 
 
+OPENENV = pytest.mark.needs("openenv_installed")
+TRL = pytest.mark.needs("trl_installed")
+
+
 @pytest.mark.parametrize(
     ("name", "builtin"),
     [
         ("agent_env.errors.SandboxUnavailableError", RuntimeError),
         ("agent_env.errors.SplitNotFoundError", KeyError),
         ("agent_env.errors.TaskIndexError", IndexError),
-        ("agent_env.openenv.context.TaskLookupError", LookupError),
+        pytest.param(
+            "agent_env.openenv.context.TaskLookupError",
+            LookupError,
+            marks=OPENENV,
+        ),
         ("agent_env.sandbox.docker_image.ImageBuildError", RuntimeError),
         ("agent_env.view.api.FilterError", ValueError),
-        ("agent_env.training.trl.errors.ServerUnavailableError", ConnectionError),
-        ("agent_env.training.trl.errors.ServerAtCapacityError", RuntimeError),
-        ("agent_env.training.trl.errors.FleetMismatchError", ValueError),
-        ("agent_env.training.trl.errors.UnknownSplitError", ValueError),
-        ("agent_env.training.trl.errors.ToolCallError", RuntimeError),
-        ("agent_env.training.trl.errors.DemonstrationError", RuntimeError),
-        ("agent_env.training.trl.errors.EvalResultsError", ValueError),
-        ("agent_env.training.trl.errors.UnsupportedToolError", ValueError),
+        pytest.param(
+            "agent_env.training.trl.errors.ServerUnavailableError",
+            ConnectionError,
+            marks=TRL,
+        ),
+        pytest.param(
+            "agent_env.training.trl.errors.ServerAtCapacityError",
+            RuntimeError,
+            marks=TRL,
+        ),
+        pytest.param(
+            "agent_env.training.trl.errors.FleetMismatchError",
+            ValueError,
+            marks=TRL,
+        ),
+        pytest.param(
+            "agent_env.training.trl.errors.UnknownSplitError",
+            ValueError,
+            marks=TRL,
+        ),
+        pytest.param(
+            "agent_env.training.trl.errors.ToolCallError",
+            RuntimeError,
+            marks=TRL,
+        ),
+        pytest.param(
+            "agent_env.training.trl.errors.DemonstrationError",
+            RuntimeError,
+            marks=TRL,
+        ),
+        pytest.param(
+            "agent_env.training.trl.errors.EvalResultsError",
+            ValueError,
+            marks=TRL,
+        ),
+        pytest.param(
+            "agent_env.training.trl.errors.UnsupportedToolError",
+            ValueError,
+            marks=TRL,
+        ),
     ],
 )
 def test_an_error_keeps_the_built_in_base_a_caller_may_catch_it_by(
@@ -135,6 +177,7 @@ def test_the_readme_s_table_lists_every_error_code_and_no_other():
     assert readme_table_codes() == {code.value for code in ErrorCode}
 
 
+@pytest.mark.needs("eval_installed")
 def test_eval_s_own_codes_are_error_codes_the_server_never_sends() -> None:
     from agent_env.openenv import ERROR_CODES
 

@@ -18,6 +18,8 @@ import agent_env.mcp
 import agent_env.openenv
 import agent_env.users
 
+pytestmark = pytest.mark.needs("eval_installed")
+
 LAZY_PACKAGES = [agent_env, agent_env.openenv, agent_env.eval, agent_env.mcp, agent_env.users]
 
 

@@ -22,6 +22,8 @@ from packaging.utils import canonicalize_name
 
 from tools import lockfile, notices
 
+pytestmark = pytest.mark.needs("dev_installed")
+
 WORKFLOWS = notices.ROOT / ".github" / "workflows"
 PROJECT = tomllib.loads((notices.ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 TRAINERS_OWN = ("torch", "trl")

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tools import lockfile, notices
+from tst.util import capabilities
 
 NOTICES = notices.NOTICES
 ANCHOR = re.compile(r'^<a id="(license-\d+)"></a>$', re.MULTILINE)
@@ -59,6 +60,7 @@ def license_sections(text: str) -> dict[str, str]:
     return {m[1]: text[m.end() : end] for m, end in zip(starts, ends, strict=True)}
 
 
+@pytest.mark.needs(*capabilities.EVERY_EXTRA)
 @pytest.mark.parametrize("area", list(notices.declared()))
 def test_every_distribution_an_install_brings_is_listed_at_its_locked_version(area, closures, committed):
     listed = notices.listed_versions(committed)
@@ -69,12 +71,14 @@ def test_every_distribution_an_install_brings_is_listed_at_its_locked_version(ar
     )
 
 
+@pytest.mark.needs(*capabilities.EVERY_EXTRA)
 def test_the_notices_list_no_distribution_that_no_install_brings(closures, committed):
     brought = set().union(*closures.values())
 
     assert sorted(notices.listed_versions(committed).keys() - brought) == []
 
 
+@pytest.mark.needs(*capabilities.EVERY_EXTRA)
 def test_the_notices_refuse_installed_packages_that_are_not_the_locked_ones(tmp_path: Path):
     pydantic, parser = importlib.metadata.version("pydantic"), importlib.metadata.version("docstring-parser")
     lock = tmp_path / "dev.lock"
@@ -125,6 +129,7 @@ def test_every_license_anchor_is_followed_by_a_non_empty_license_text(committed)
     assert [anchor for anchor, text in texts.items() if text is None or not text[2].strip()] == []
 
 
+@pytest.mark.needs(*capabilities.EVERY_EXTRA)
 def test_check_passes_on_the_file_the_generator_writes(tmp_path: Path):
     written = tmp_path / "THIRD_PARTY_NOTICES.md"
     written.write_text(run_notices().stdout, encoding="utf-8")
@@ -134,6 +139,7 @@ def test_check_passes_on_the_file_the_generator_writes(tmp_path: Path):
     assert (done.returncode, done.stderr) == (0, "")
 
 
+@pytest.mark.needs(*capabilities.EVERY_EXTRA)
 def test_check_fails_naming_the_packages_that_differ_when_the_file_is_stale(tmp_path: Path, committed):
     (first, version), *_, (last, _) = notices.listed_versions(committed).items()
     stale = committed.replace(f"| {first} | {version} |", f"| {first} | 0.0.0.dev0 |")

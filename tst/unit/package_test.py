@@ -3,7 +3,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import agent_env
+from tst.util import capabilities
 
 PACKAGE = Path(agent_env.__file__).parent
 HEAVY = ("openenv", "torch", "trl", "datasets", "transformers", "gradio")
@@ -59,6 +62,7 @@ def test_the_core_never_imports_openenv_or_a_trainer_anywhere_in_its_code():
     assert [(name, m) for name, m in imported if m.startswith("agent_env._private.openenv_")] == []
 
 
+@pytest.mark.needs(*capabilities.PACKAGE_EXTRAS)
 def test_every_public_name_is_exported_from_the_package():
     missing = [name for name in agent_env.__all__ if not hasattr(agent_env, name)]
 

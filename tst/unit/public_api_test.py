@@ -16,6 +16,7 @@ from types import ModuleType
 import pytest
 
 import agent_env
+from tst.util import capabilities
 
 ROOT = Path(agent_env.__file__).parent
 METADATA = {"__version__"}
@@ -24,6 +25,8 @@ NOT_AN_API = {
     "agent_env.cli": "the agent-env command: its one entry point is `main`, the console script's",
 }
 NEEDS_EXTRA = ("agent_env.openenv", "agent_env.training.trl")
+NEEDS_ALL = ("agent_env", "agent_env.eval", "agent_env.mcp")
+"""Packages whose names are loaded from modules of the extras (the package lazily, eval and mcp whole)."""
 
 
 def packages() -> list[str]:
@@ -34,6 +37,8 @@ def packages() -> list[str]:
 
 def checked(name: str) -> pytest.ParameterSet:
     marks = [pytest.mark.needs("openenv_installed")] if name.startswith(NEEDS_EXTRA) else []
+    if name in NEEDS_ALL:
+        marks = [pytest.mark.needs(*capabilities.PACKAGE_EXTRAS)]
     return pytest.param(name, marks=marks, id=name)
 
 

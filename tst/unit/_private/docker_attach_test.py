@@ -9,9 +9,12 @@ import inspect
 import socket
 import struct
 
+import pytest
 from docker.utils.socket import frames_iter
 
 from agent_env._private.docker_attach import output_chunks, raw_socket
+
+pytestmark = pytest.mark.needs("docker_installed")
 
 
 def frame(stream: int, data: bytes) -> bytes:

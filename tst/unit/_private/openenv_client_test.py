@@ -14,6 +14,8 @@ from agent_env.testing import FakeTask
 from tst.support.serving import Serve
 from tst.support.waiting import WAIT_S
 
+pytestmark = pytest.mark.needs("openenv_installed")
+
 TASKS = {"train": [FakeTask("crates")]}
 
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import inspect
 
+import pytest
 from openenv.core.env_server import HTTPEnvServer
 
 from agent_env._private.openenv_server import HookedEnvServer
 from agent_env.testing import FakeTask
 from tst.support.serving import Connect, Serve
 from tst.unit.openenv._sessions import held
+
+pytestmark = pytest.mark.needs("openenv_installed")
 
 
 def test_openenv_http_env_server_still_creates_sessions_in_create_session(

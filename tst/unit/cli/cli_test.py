@@ -2,6 +2,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tst.support.mcp_bundles import NOTE_MILK, http_notes_server, http_server, notes_bundle
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "wharf"
@@ -104,6 +106,7 @@ def test_replay_plays_every_example_task_and_every_reference_play_scores_as_expe
 LIBRARY = EXAMPLE.parent / "library"
 
 
+@pytest.mark.needs("mcp_installed")
 def test_replay_plays_the_library_s_mcp_catalog_and_simulated_members_and_every_play_scores_1():
     done = agent_env("replay", LIBRARY)
 
@@ -114,6 +117,7 @@ def test_replay_plays_the_library_s_mcp_catalog_and_simulated_members_and_every_
     ]
 
 
+@pytest.mark.needs("mcp_installed")
 def test_replay_plays_a_bundle_whose_env_is_a_server_reached_over_streamable_http(tmp_path):
     with http_notes_server() as server:
         root = notes_bundle(tmp_path, http_server(server.url), solutions=[NOTE_MILK])
@@ -124,6 +128,7 @@ def test_replay_plays_a_bundle_whose_env_is_a_server_reached_over_streamable_htt
     assert "1 of 1 tasks scored as their reference play expects" in done.stdout
 
 
+@pytest.mark.needs("mcp_installed")
 def test_tasks_shows_a_task_with_a_simulated_user_as_its_fixed_turns_and_its_bound():
     done = agent_env("tasks", LIBRARY, "--split", "eval")
 
@@ -132,6 +137,7 @@ def test_tasks_shows_a_task_with_a_simulated_user_as_its_fixed_turns_and_its_bou
     ]
 
 
+@pytest.mark.needs("mcp_installed")
 def test_a_person_plays_against_a_simulated_member_whose_answer_depends_on_their_reply():
     moves = [
         "/end Which book would you like, and what is your name?",

@@ -14,6 +14,8 @@ from agent_env.cli import main
 from tst.support.chat_stand_in import API_KEY, MODEL, eval_ids, start_stand_in
 from tst.support.wharf import WHARF
 
+pytestmark = pytest.mark.needs("eval_installed")
+
 IDS = eval_ids()
 
 

@@ -35,6 +35,8 @@ from tst.support.wharf import (
     sleeper_pids,
 )
 
+pytestmark = pytest.mark.needs("openenv_installed")
+
 SCRIPT = Path(sys.executable).parent / "agent-env"
 STARTUP_S = 60.0
 """A bound on the server's first line: importing OpenEnv alone takes about 7 s."""

@@ -16,6 +16,8 @@ from agent_env.bundle import load_bundle
 from tools.lockfile import LOCK, locked
 from tst.unit.deploy._deploy import HEALTHCHECK, INIT, ROOT, instruction, instructions, readme_serve_command
 
+pytestmark = pytest.mark.needs("dev_installed")
+
 
 def test_the_dockerfile_parses_and_every_instruction_is_one_docker_knows():
     parsed = instructions()

@@ -6,10 +6,14 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer, build_served_app
 from agent_env.testing import FakeTask, fake_served
 from tst.support.serving import Serve
 from tst.unit.deploy._deploy import HEALTHCHECK
+
+pytestmark = pytest.mark.needs("openenv_installed")
 
 TOKEN = "pod-token_7"
 

@@ -26,6 +26,8 @@ from tst.unit.deploy._deploy import (
     port_of,
 )
 
+pytestmark = pytest.mark.needs("dev_installed", "openenv_installed")
+
 PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
 
 

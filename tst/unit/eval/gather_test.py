@@ -9,6 +9,8 @@ import pytest
 
 from agent_env.eval._gather import Gatherer
 
+pytestmark = pytest.mark.needs("eval_installed")
+
 
 class Recorded:
     """A batch function that answers each request doubled and keeps the batches it was given."""

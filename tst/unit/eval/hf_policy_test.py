@@ -6,7 +6,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 
+
+@pytest.mark.needs("eval_installed")
 def test_a_local_model_without_trl_installed_fails_naming_the_install_line_while_agent_env_eval_imports():
     blocked = (
         "import sys; sys.modules['trl'] = None\n"

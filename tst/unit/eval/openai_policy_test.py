@@ -13,6 +13,8 @@ from agent_env.eval import OpenAIPolicy, PolicyError
 from tst.support.chat_stand_in import API_KEY, MODEL, eval_ids, start_stand_in
 from tst.support.wharf import WHARF
 
+pytestmark = pytest.mark.needs("eval_installed")
+
 STORE = eval_ids()[0]
 BOUND_S = 30.0
 """How long a test waits for the policy's answer before it fails: a hang fails, it does not hang."""

@@ -6,6 +6,8 @@ import pytest
 
 from agent_env.eval import pass_at_k
 
+pytestmark = pytest.mark.needs("eval_installed")
+
 
 @pytest.mark.parametrize(
     ("n", "c", "k", "expected"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from agent_env import Tool
 from agent_env.eval import AssistantMessage, Message, PlaySettings, ScriptedPolicy, play_sample
 from agent_env.openenv import build_served_app
@@ -13,6 +15,8 @@ from agent_env.testing import FakeTask, fake_served
 from tst.support.frames import RecordFrames
 from tst.support.serving import Serve
 from tst.support.tools import add_crate, list_crates
+
+pytestmark = pytest.mark.needs("eval_installed")
 
 
 def test_each_tool_call_is_sent_with_the_deadline_its_tool_lists_else_with_tool_timeout_s(

@@ -15,6 +15,8 @@ from tst.support.chat_stand_in import API_KEY, MODEL, eval_ids, start_stand_in
 from tst.support.outcomes import OutcomePolicy, outcome_tasks
 from tst.support.wharf import WHARF
 
+pytestmark = pytest.mark.needs("eval_installed")
+
 IDS = eval_ids()
 STORE, MOVE, STORE_THEN_MOVE, COUNT, MANIFEST = IDS[0], IDS[1], IDS[2], IDS[3], IDS[10]
 

@@ -28,6 +28,8 @@ from examples.train_async_grpo import (
 from examples.train_grpo import WHARF
 from tst.support.chat_stand_in import ChatStandIn
 
+pytestmark = pytest.mark.needs("openenv_installed")
+
 SCRIPT = Path(__file__).resolve().parents[3] / "examples" / "train_async_grpo.py"
 
 

@@ -19,6 +19,7 @@ def problems_of(root: Path) -> list[str]:
     return [str(p) for p in caught.value.problems]
 
 
+@pytest.mark.needs("mcp_installed")
 def test_a_server_declared_in_bundle_toml_is_an_env_whose_tools_the_task_api_lists_as_unknown(tmp_path):
     bundle = load_bundle(notes_bundle(tmp_path, stdio_server()))
 
@@ -30,6 +31,7 @@ def test_a_server_declared_in_bundle_toml_is_an_env_whose_tools_the_task_api_lis
     assert spec.toolset.tools is None and spec.toolset.tool_timeouts == {}
 
 
+@pytest.mark.needs("mcp_installed")
 def test_a_server_may_be_a_file_of_its_own_under_envs_beside_python_envs(tmp_path):
     root = notes_bundle(tmp_path, "", agent='envs = ["notes", "shelf"]')
     (root / "envs").mkdir()
@@ -43,6 +45,7 @@ def test_a_server_may_be_a_file_of_its_own_under_envs_beside_python_envs(tmp_pat
     assert bundle.task("train", 0).toolset.name == "notes+shelf"
 
 
+@pytest.mark.needs("mcp_installed")
 def test_placeholders_resolve_to_the_bundle_s_folder_the_interpreter_and_the_environment(
     tmp_path, monkeypatch
 ):
@@ -60,6 +63,7 @@ def test_placeholders_resolve_to_the_bundle_s_folder_the_interpreter_and_the_env
     assert env.server.env == {"TOKEN": "s3cret"}
 
 
+@pytest.mark.needs("mcp_installed")
 def test_an_unknown_placeholder_or_an_unset_variable_is_refused_naming_the_ones_there_are(tmp_path):
     server = '[mcp.notes]\ncommand = "${pyhton}"\nenv = {TOKEN = "${env:NO_SUCH_VARIABLE_HERE}"}\n'
 
@@ -105,6 +109,7 @@ def test_an_env_name_a_toolset_name_could_not_hold_is_refused(tmp_path):
     )
 
 
+@pytest.mark.needs("mcp_installed")
 def test_one_env_name_declared_twice_is_refused(tmp_path):
     root = notes_bundle(tmp_path, stdio_server())
     (root / "envs").mkdir()
@@ -125,6 +130,7 @@ def test_a_server_named_as_a_python_env_is_refused(tmp_path):
     )
 
 
+@pytest.mark.needs("mcp_installed")
 def test_an_items_verifier_on_a_server_must_name_the_tool_that_returns_the_items(tmp_path):
     task = a_notes_task(verifiers=[{"type": "items", "env": "notes", "expected": ["milk"]}])
 
@@ -133,6 +139,7 @@ def test_an_items_verifier_on_a_server_must_name_the_tool_that_returns_the_items
     assert "env 'notes' is an MCP server: name the tool that returns its items" in problem
 
 
+@pytest.mark.needs("mcp_installed")
 def test_a_url_server_takes_no_task_s_seed_since_every_episode_shares_it(tmp_path):
     task = a_notes_task(seed={"notes": {"notes": ["milk"]}})
 
@@ -146,6 +153,7 @@ def test_a_url_server_takes_no_task_s_seed_since_every_episode_shares_it(tmp_pat
     )
 
 
+@pytest.mark.needs("mcp_installed")
 def test_a_bundle_of_servers_alone_needs_no_envs_folder_and_one_of_neither_is_told_both_ways(tmp_path):
     load_bundle(notes_bundle(tmp_path / "servers", stdio_server()))
 

@@ -35,6 +35,8 @@ from tst.support.mcp_server import CRASH_MESSAGE
 from tst.support.serving import Connect, Serve
 from tst.support.waiting import WAIT_S, alive, running, until
 
+pytestmark = pytest.mark.needs("mcp_installed", "openenv_installed")
+
 _T = TypeVar("_T")
 
 

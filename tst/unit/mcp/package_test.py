@@ -55,6 +55,7 @@ except BundleError as error:
     )
 
 
+@pytest.mark.needs("mcp_installed")
 def test_loading_a_bundle_with_an_mcp_env_imports_nothing_of_the_sdk() -> None:
     code = f"""
 import sys

@@ -19,6 +19,8 @@ from agent_env.testing import FakeTask, fake_served
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
 
+pytestmark = pytest.mark.needs("openenv_installed")
+
 TOKEN = "s3cret-token_42"
 
 

@@ -25,6 +25,8 @@ from tst.support.waiting import WAIT_S, until
 from tst.support.wharf import WHARF
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
 
+pytestmark = pytest.mark.needs("openenv_installed")
+
 CLIENT_TIMEOUT_S = 10.0
 
 

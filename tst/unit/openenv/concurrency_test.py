@@ -6,12 +6,16 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agent_env.openenv import AgentEnvAction, build_app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
 from tst.support.wharf import BASH_TASK, SINGLE_TURN_TASK, WHARF, play_reference, sandbox_folders
+
+pytestmark = pytest.mark.needs("openenv_installed")
 
 WAIT_S = 10.0
 

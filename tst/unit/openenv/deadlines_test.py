@@ -12,12 +12,16 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from agent_env import Tool
 from agent_env.episode import EpisodeState
 from agent_env.openenv import AgentEnvAction
 from agent_env.testing import FakeTask, Gate, calls
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate, list_crates
+
+pytestmark = pytest.mark.needs("openenv_installed")
 
 CLIENT_TIMEOUT_S = 10.0
 

@@ -28,6 +28,8 @@ from tst.support.wharf import (
     sandbox_folders,
 )
 
+pytestmark = pytest.mark.needs("openenv_installed")
+
 CLIENT_TIMEOUT_S = 10.0
 WAIT_S = 10.0
 """How long a sandbox may take to go once its episode ends (`until`'s own bound is shorter)."""

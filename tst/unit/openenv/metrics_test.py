@@ -15,6 +15,8 @@ from tst.support.serving import Connect, Serve
 from tst.support.waiting import until
 from tst.support.wharf import SINGLE_TURN_TASK, TWO_TURN_TASK, WHARF, play_reference, reference_play
 
+pytestmark = pytest.mark.needs("openenv_installed")
+
 PLAYED = [(SINGLE_TURN_TASK, "store-crate-000"), (TWO_TURN_TASK, "store-then-move-000")] * 2
 EPISODE_LINE = re.compile(r"episode train/\d+ \S+ \[\S+\]: (scored|failed|abandoned)\S* .*after (\d+) calls?")
 

@@ -15,6 +15,8 @@ import pytest
 
 import agent_env.openenv
 
+pytestmark = pytest.mark.needs("openenv_installed")
+
 WHARF = Path(__file__).parents[3] / "examples" / "wharf"
 INSTALL = "pip install 'agentenv-framework[openenv]'"
 WITHOUT_OPENENV = "import sys; sys.modules['openenv'] = None\n"

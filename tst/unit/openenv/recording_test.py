@@ -23,6 +23,8 @@ from tst.support.tools import add_crate
 from tst.support.waiting import until
 from tst.support.wharf import SINGLE_TURN_TASK, WHARF
 
+pytestmark = pytest.mark.needs("openenv_installed", "trl_installed")
+
 TOKEN = "tok-9f3e1c"
 
 

@@ -34,6 +34,8 @@ from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
 from tst.support.wharf import WHARF
 
+pytestmark = pytest.mark.needs("openenv_installed")
+
 CREATE_SESSION = {"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
 NO_SESSIONS = {"held": 0, "websocket": 0, "without_client": 0}

@@ -19,6 +19,8 @@ from tst.support.tools import add_crate
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
 from tst.unit.openenv._sessions import held, status
 
+pytestmark = pytest.mark.needs("openenv_installed")
+
 ANSWER_S = 10.0
 RESET = {"type": "reset", "data": {"split": "train", "index": 0}}
 STORE = {

@@ -23,6 +23,8 @@ from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate, list_crates
 from tst.support.wharf import WHARF
 
+pytestmark = pytest.mark.needs("openenv_installed")
+
 TRAIN = [json.loads(line) for line in (WHARF / "tasks" / "train.jsonl").read_text().splitlines()]
 EVAL = [json.loads(line) for line in (WHARF / "tasks" / "eval.jsonl").read_text().splitlines()]
 WHARF_SPLITS = f"eval ({len(EVAL)} tasks), train ({len(TRAIN)} tasks)"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from websockets.sync.client import connect as connect_ws
 
 from agent_env.episode import EpisodeState
@@ -30,6 +31,8 @@ from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
 from tst.support.waiting import alive, until
 from tst.support.wharf import BASH_TASK, SLEEPER, WHARF, sandbox_folders, sleeper_pids
+
+pytestmark = pytest.mark.needs("openenv_installed")
 
 WAIT_S = 10.0
 STILL_HELD_S = 0.3

@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
 from agent_env.episode import Episode, EpisodeState
 from agent_env.openenv import AgentEnvAction, build_served_app
 from agent_env.openenv.context import ServerContext
@@ -14,6 +16,8 @@ from agent_env.served import ServedTask
 from agent_env.testing import FakeTask, fake_served
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
+
+pytestmark = pytest.mark.needs("openenv_installed")
 
 
 class BrokenEpisode(Episode):

@@ -35,6 +35,7 @@ def no_engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     registry._docker_provider.cache_clear()
 
 
+@pytest.mark.needs("docker_installed")
 def test_choosing_the_docker_sandbox_without_an_engine_fails_at_once_naming_how_to_start_one(
     no_engine: None,
 ) -> None:
@@ -46,6 +47,7 @@ def test_choosing_the_docker_sandbox_without_an_engine_fails_at_once_naming_how_
     assert "Start one" in message and "DOCKER_HOST" in message and "--sandbox local" in message
 
 
+@pytest.mark.needs("docker_installed", "openenv_installed")
 def test_a_server_of_a_bundle_with_the_docker_sandbox_fails_when_it_is_built_not_at_its_first_episode(
     no_engine: None,
 ) -> None:
@@ -55,6 +57,7 @@ def test_a_server_of_a_bundle_with_the_docker_sandbox_fails_when_it_is_built_not
         build_app(WHARF, sandbox="docker")
 
 
+@pytest.mark.needs("docker_installed", "openenv_installed")
 def test_agent_env_serve_with_the_docker_sandbox_and_no_engine_exits_2_before_listening() -> None:
     done = subprocess.run(
         [str(SCRIPT), "serve", str(WHARF), "--port", "0", "--sandbox", "docker"],

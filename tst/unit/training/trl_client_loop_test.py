@@ -11,6 +11,8 @@ import pytest
 
 from agent_env.training.trl._client_loop import ClientLoop
 
+pytestmark = pytest.mark.needs("trl_installed")
+
 
 async def _double(value: int) -> int:
     await asyncio.sleep(0)

@@ -27,6 +27,8 @@ from tst.support.waiting import until
 from tst.support.wharf import WHARF
 from tst.unit.training._trl import Open, dock_task
 
+pytestmark = pytest.mark.needs("trl_installed")
+
 
 def script(
     task_id: str, *turns: tuple[list[tuple[str, dict[str, Any]]], str], expected: float = 1.0

@@ -31,6 +31,8 @@ from tst.support.bundles import a_task, make_bundle
 from tst.support.serving import Serve
 from tst.unit.training._trl import dock_task
 
+pytestmark = pytest.mark.needs("trl_installed")
+
 HOSTS = ("127.0.0.5", "127.0.0.6")
 NAME = "agentenv-unit.test"
 

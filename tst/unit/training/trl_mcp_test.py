@@ -19,6 +19,8 @@ from tst.support.serving import Serve
 from tst.support.waiting import alive, until
 from tst.unit.training._trl import Open, trl_tools
 
+pytestmark = pytest.mark.needs("trl_installed")
+
 
 def row(env: AgentEnv, index: int = 0) -> dict[str, Any]:
     return dict(env.dataset[index])

@@ -14,6 +14,8 @@ import pytest
 
 import agent_env.training.trl
 
+pytestmark = pytest.mark.needs("trl_installed")
+
 IMPORT_THE_EXTRA = """
 try:
     import agent_env.training.trl

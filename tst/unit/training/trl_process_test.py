@@ -25,6 +25,8 @@ from tst.support.wharf import BASH_TASK, WHARF, sandbox_folders
 from tst.unit.training._spawned import play_one_rollout
 from tst.unit.training._trl import Open, dock_task
 
+pytestmark = pytest.mark.needs("trl_installed")
+
 ROOT = Path(__file__).resolve().parents[3]
 TEARDOWN_S = 30.0
 CHILD_S = 120.0

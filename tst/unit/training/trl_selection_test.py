@@ -14,6 +14,8 @@ from tst.support.outcomes import Outcome, OutcomePolicy, outcome_tasks
 from tst.support.serving import Serve
 from tst.unit.training._trl import Open
 
+pytestmark = pytest.mark.needs("trl_installed")
+
 IDS = ["always", "often", "sometimes", "never", "unreachable"]
 PLAYS: dict[str, list[Outcome]] = {
     "always": ["pass"] * 4,

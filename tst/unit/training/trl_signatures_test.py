@@ -21,6 +21,8 @@ from agent_env.training.trl.rollout import Deadlines
 from agent_env.training.trl.signatures import tool_signature
 from tst.support.wharf import WHARF
 
+pytestmark = pytest.mark.needs("trl_installed")
+
 _CONSTRAINTS = {"minimum", "maximum", "minItems", "maxItems", "minLength", "maxLength", "pattern"}
 
 

@@ -20,6 +20,8 @@ from tst.support.serving import Serve
 from tst.support.waiting import until
 from tst.unit.training._trl import Open, dock_task
 
+pytestmark = pytest.mark.needs("trl_installed")
+
 STORE_C1 = {"calls": [{"tool": "add_crate", "arguments": {"crate": "C1", "bay": 2}}], "reply": "Stored C1."}
 
 

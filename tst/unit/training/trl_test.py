@@ -38,6 +38,8 @@ from tst.support.waiting import until
 from tst.unit.openenv._leak import leak_a_session, with_a_session_leak
 from tst.unit.training._trl import Open, dock_task, trl_tools
 
+pytestmark = pytest.mark.needs("trl_installed")
+
 
 def add_item(item: str, quantity: int) -> str:
     """Add units of an item to the pantry.

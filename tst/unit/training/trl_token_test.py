@@ -18,6 +18,8 @@ from tst.support.tools import add_crate
 from tst.support.wharf import WHARF
 from tst.unit.training._trl import Open, trl_tools
 
+pytestmark = pytest.mark.needs("trl_installed")
+
 TOKEN = "train-me-0123"
 
 

@@ -16,6 +16,8 @@ from tst.support.bundles import a_task, make_bundle
 from tst.support.serving import Serve
 from tst.unit.training._trl import Open
 
+pytestmark = pytest.mark.needs("trl_installed")
+
 USERS = """
     import time
 

@@ -16,6 +16,8 @@ from tst.support.bundles import a_task, make_bundle
 from tst.support.user_model_stand_in import API_KEY, MODEL, UserModelStandIn
 from tst.unit.users._play import played
 
+pytestmark = pytest.mark.needs("users_installed")
+
 PERSONA = "You are Ada, a reader who wants Dune shelved."
 
 

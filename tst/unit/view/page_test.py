@@ -18,7 +18,7 @@ from tst.support.tools import add_crate, jam_crane, list_crates
 from tst.support.trajectories import played, write_folder
 from tst.util.capabilities import chromium_paths
 
-pytestmark = pytest.mark.needs("chromium")
+pytestmark = pytest.mark.needs("dev_installed", "chromium")
 WAIT_S = 15.0
 
 
