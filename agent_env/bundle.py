@@ -552,7 +552,27 @@ class _Loader:
                 'write one {"calls": [...], "reply": ...} per turn of the task',
             )
             return None
-        return script
+        return script if self._offered(f"{place} (task '{script.id}')", script, task) else None
+
+    def _offered(self, where: str, script: Solution, task: Task) -> bool:
+        """Whether every tool the solution calls is one the task offers its agent; an MCP env's tools
+        are known only once its server runs, so a task with one is checked when it is played."""
+        if not task.toolset.tools_known:
+            return True
+        offered = [tool["function"]["name"] for tool in task.toolset.tools]
+        unknown = [
+            (number, call.tool)
+            for number, turn in enumerate(script.turns, 1)
+            for call in turn.calls
+            if call.tool not in offered
+        ]
+        for number, name in unknown:
+            self.problem(
+                where,
+                f"turn {number} calls tool '{name}', which the task does not offer"
+                f"{_hint(name, offered)} (tools: {', '.join(offered) or 'none'})",
+            )
+        return not unknown
 
     def _check_access(
         self,

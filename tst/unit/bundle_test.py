@@ -417,6 +417,20 @@ def test_a_solution_with_more_or_fewer_turns_than_its_task_is_reported_saying_on
     ]
 
 
+def test_a_solution_calling_a_tool_its_task_does_not_offer_is_reported_at_load_with_the_nearest_name(
+    tmp_path,
+):
+    misspelt = {"id": "t1", "turns": [{"calls": [{"tool": "put_bok", "arguments": {"title": "Dune"}}]}]}
+
+    problems = problems_of(make_bundle(tmp_path / "b", files=solutions_file(misspelt)))
+
+    assert len(problems) == 1
+    assert problems[0].startswith(
+        "solutions/train.jsonl:1 (task 't1'): turn 1 calls tool 'put_bok', which the task does not offer; "
+        "did you mean 'put_book'? (tools: put_book"
+    )
+
+
 def test_a_solution_of_the_wrong_shape_is_named_by_its_field(tmp_path):
     misspelt = {"id": "t1", "turns": [{"calls": [{"tool": "put_book", "args": {"title": "Dune"}}]}]}
 
