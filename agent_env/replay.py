@@ -28,6 +28,21 @@ class ReplayResult:
     error: str | None = None
     tool_calls: int = 0
     transcript: list[str] = field(default_factory=list)
+    failed_call: str | None = None
+    """The first call the episode refused, and why: what to fix first when the score is wrong."""
+    verifier_scores: tuple[float, ...] = ()
+    """Each verifier's score, in the task's order, once the play was scored."""
+
+    def why(self, verifiers: Sequence[str]) -> str:
+        """Why the play scored what it did, in a line: its error, else each verifier's score (named by
+        `verifiers`, their types in the task's order) and the first call that failed."""
+        if self.error is not None:
+            return self.error
+        scores = zip(verifiers, self.verifier_scores, strict=False)
+        parts = [", ".join(f"{name} {score:g}" for name, score in scores) or "not scored"]
+        if self.failed_call is not None:
+            parts.append(f"first failed call: {self.failed_call}")
+        return "; ".join(parts)
 
 
 async def replay(episode: Episode, turns: Sequence[ScriptedTurn]) -> ReplayResult:
@@ -45,12 +60,14 @@ async def replay(episode: Episode, turns: Sequence[ScriptedTurn]) -> ReplayResul
                     answer = await episode.call_tool(call.tool, call.arguments)
                 except EpisodeError as exc:
                     answer = f"error: {exc}"
+                    if result.failed_call is None:
+                        result.failed_call = f"{call.tool}({json.dumps(call.arguments)}): {exc}"
                 result.transcript.append(f"{call.tool}({json.dumps(call.arguments)}) -> {answer}")
             end = await episode.end_turn(scripted.reply)
             result.transcript.append(f"assistant: {scripted.reply}")
             prompt, turn = end.prompt, turn + 1
             if end.done:
-                result.score = end.score
+                result.score, result.verifier_scores = end.score, end.verifier_scores
     except EpisodeError as exc:
         result.error = str(exc)
     finally:

@@ -222,6 +222,7 @@ def _replay(args: argparse.Namespace) -> int:
     bundle = load_bundle(args.bundle)
     rows = []
     failures = 0
+    reasons: list[str] = []
 
     async def replay_all() -> None:
         nonlocal failures
@@ -234,6 +235,9 @@ def _replay(args: argparse.Namespace) -> int:
                 ok = expected is not None and result.score == expected
                 failures += not ok
                 verdict = "ok" if ok else (result.error or ("no solution" if script is None else "WRONG"))
+                if verdict == "WRONG":
+                    verifiers = [verifier.spec.type for verifier in task.verifiers]
+                    reasons.append(f"{split}/{task.index} {task.id}: {result.why(verifiers)}")
                 rows.append(
                     (
                         split,
@@ -250,5 +254,7 @@ def _replay(args: argparse.Namespace) -> int:
     asyncio.run(replay_all())
     print(table(("split", "index", "id", "toolset", "calls", "score", "expected", "result"), rows))
     played = len(rows)
+    if reasons:
+        print("\nwhy each WRONG one scored as it did:\n" + "\n".join(f"  {reason}" for reason in reasons))
     print(f"\n{played - failures} of {played} tasks scored as their reference play expects")
     return 1 if failures else 0

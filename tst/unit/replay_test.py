@@ -51,6 +51,7 @@ def test_play_ends_the_turns_a_script_leaves_open_with_empty_replies_and_tears_d
 
     assert result == ReplayResult(
         score=1.0,
+        verifier_scores=(1.0,),
         tool_calls=1,
         transcript=[
             "user: Weigh C12.",
@@ -79,6 +80,9 @@ def test_play_records_tool_errors_in_the_transcript_and_keeps_going():
         'weigh({"crate": "C12"}) -> C12: 40 kg',
     ]
     assert (result.score, result.error, result.tool_calls) == (1.0, None, 3)
+    assert result.failed_call == (
+        "paint({\"colour\": \"red\"}): unknown tool 'paint' (tools: weigh) (code: UNKNOWN_TOOL)"
+    )
 
 
 def test_play_returns_the_error_when_deploy_fails_and_still_tears_down():

@@ -1,3 +1,5 @@
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -153,3 +155,20 @@ def test_a_person_plays_against_a_simulated_member_whose_answer_depends_on_their
     assert "turn 2, user (simulated): I would like Dune. My name is Ada." in out
     assert "lent Dune to Ada" in out
     assert out.rstrip().endswith("score: 1.00")
+
+
+def test_replay_says_why_a_wrong_play_scored_as_it_did_each_verifier_and_the_first_failed_call(tmp_path):
+    depot = tmp_path / "depot"
+    shutil.copytree(EXAMPLE.parent / "depot", depot, ignore=shutil.ignore_patterns("__pycache__"))
+    (depot / "tasks" / "train.jsonl").write_text((depot / "tasks" / "train.jsonl").read_text().split("\n")[0])
+    wrong = {"id": "train-store-000", "turns": [{"calls": [{"tool": "ship", "arguments": {"box": "Z99"}}]}]}
+    (depot / "solutions" / "train.jsonl").write_text(json.dumps(wrong) + "\n")
+
+    done = agent_env("replay", depot, "--split", "train")
+
+    assert done.returncode == 1
+    assert "0 of 1 tasks scored as their reference play expects" in done.stdout
+    assert (
+        '  train/0 train-store-000: items 0; first failed call: ship({"box": "Z99"}): '
+        "ship failed: ValueError: there is no box Z99 (code: TOOL_ERROR)"
+    ) in done.stdout.splitlines()
