@@ -15,7 +15,6 @@ what is wrong and how to fix it. Loading runs the bundle's own Python: a bundle 
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import importlib.util
 import inspect
@@ -35,6 +34,7 @@ from pydantic import ValidationError
 
 from agent_env._digest import folder_digest
 from agent_env._extras import installed
+from agent_env._nearest import did_you_mean
 from agent_env.env import Env, EnvSpec
 from agent_env.errors import (
     BundleError,
@@ -754,7 +754,6 @@ def _turns(count: int) -> str:
 
 def _hint(name: str, choices: Iterable[str]) -> str:
     choices = list(choices)
-    close = difflib.get_close_matches(name, choices, n=1)
-    if close:
-        return f"; did you mean '{close[0]}'?"
+    if nearest := did_you_mean(name, choices):
+        return nearest
     return f" (choices: {', '.join(sorted(choices))})" if choices else ""

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from agent_env._nearest import did_you_mean
 from agent_env._threads import call_maybe_async, run_in_own_thread
 from agent_env._unicode import NOT_UNICODE, invalid_text, valid_data, valid_text
 from agent_env.contexts import UserContext, VerifierContext
@@ -455,7 +456,10 @@ class Episode:
                 f"tool '{name}' is not available to role '{self.toolset.role}' in task "
                 f"'{self.task.id}' (tools: {available})",
             )
-        return EpisodeError(ErrorCode.UNKNOWN_TOOL, f"unknown tool '{name}' (tools: {available})")
+        offered = [t["function"]["name"] for t in self.tools]
+        return EpisodeError(
+            ErrorCode.UNKNOWN_TOOL, f"unknown tool '{name}'{did_you_mean(name, offered)} (tools: {available})"
+        )
 
 
 def _plain(arguments: Mapping[str, Any]) -> Mapping[str, Any]:

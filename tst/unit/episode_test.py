@@ -143,6 +143,17 @@ def test_an_unknown_tool_is_refused_with_the_list_of_tools(name: str):
     assert error.message == f"unknown tool '{name}' (tools: add_crate, move_crate, list_crates)"
 
 
+def test_a_misspelt_tool_is_refused_with_the_nearest_name_and_the_list_of_tools():
+    episode = deployed(example("store-crate-000"))
+
+    error = error_of(episode.call_tool("add_crates", {}))
+
+    assert error.code == "UNKNOWN_TOOL"
+    assert error.message == (
+        "unknown tool 'add_crates'; did you mean 'add_crate'? (tools: add_crate, move_crate, list_crates)"
+    )
+
+
 def test_a_tool_limited_to_another_role_is_not_allowed_without_the_task_s_access_change():
     episode = deployed(example("store-crate-000"))
 
