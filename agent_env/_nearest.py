@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-
 NEAR = 0.75
 """How alike (difflib's ratio) a choice must be to be offered: a typo or a plural (`add_crates`, 0.95),
 not a different word that shares a suffix (`paint_crate` and `list_crates`, 0.64)."""

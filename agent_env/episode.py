@@ -45,7 +45,7 @@ from agent_env.sandbox.base import OnHost, Sandbox, SandboxProvider
 from agent_env.sandbox.registry import sandbox_provider
 from agent_env.task import Task
 from agent_env.toolset import BASH, AnyTool, Shell, Toolset
-from agent_env.verifiers import EnvInstance, aggregate
+from agent_env.verifiers import EnvInstance, Verifier, aggregate
 
 if TYPE_CHECKING:
     from agent_env.mcp.env import McpEnv
@@ -260,13 +260,10 @@ class Episode:
             self._emit(TurnEnded(turn=self.turn, reply=reply))
             self.state = EpisodeState.VERIFYING
             context = self._context(VerifierContext)
-            try:
-                scores = [await verifier.score(context) for verifier in self.task.verifiers]
-            except EpisodeError as exc:
-                raise self._failed(exc) from None
-            except Exception as exc:
-                message = f"a verifier of task '{self.task.id}' failed: {type(exc).__name__}: {exc}"
-                raise self._failed(EpisodeError(ErrorCode.VERIFIER_FAILED, message)) from exc
+            scores = [
+                await self._score(number, verifier, context)
+                for number, verifier in enumerate(self.task.verifiers, 1)
+            ]
             weights = [verifier.spec.weight for verifier in self.task.verifiers]
             score = aggregate(list(zip(scores, weights, strict=True)), self.task.aggregate)
             if self.state is EpisodeState.VERIFYING:
@@ -274,6 +271,21 @@ class Episode:
             self._ended(Outcome("scored", score=score))
             self._emit(Scored(score=score, verifier_scores=tuple(scores)))
             return TurnResult(done=True, turn=self.turn, score=score, verifier_scores=tuple(scores))
+
+    async def _score(self, number: int, verifier: Verifier, context: VerifierContext) -> float:
+        """One verifier's score; one that raises fails the episode, named where its author finds it,
+        its traceback in the log."""
+        try:
+            return await verifier.score(context)
+        except EpisodeError as exc:
+            raise self._failed(exc) from None
+        except Exception as exc:
+            where = verifier.where_it_raised(exc)
+            log.error("verifier %d of task '%s', %s, raised", number, self.task.id, where, exc_info=exc)
+            message = (
+                f"verifier {number} of task '{self.task.id}', {where}, failed: {type(exc).__name__}: {exc}"
+            )
+            raise self._failed(EpisodeError(ErrorCode.VERIFIER_FAILED, message)) from exc
 
     async def _next_prompt(self) -> str | None:
         """The next turn's message: the task's next fixed turn, else its simulated user's (within

@@ -10,9 +10,11 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -118,6 +120,23 @@ class Verifier:
 
     spec: ItemsCheck | BashCheck | ReplyCheck | FunctionCheck
     function: VerifierFunction | None = field(default=None, repr=False)
+
+    def where_it_raised(self, error: BaseException) -> str:
+        """The verifier as its author finds it: `function 'name' (verifiers.py:LINE)`, the line of its
+        file that raised (or its `def`'s), or its type and what it reads for the other checks."""
+        spec = self.spec
+        if isinstance(spec, ItemsCheck):
+            return f"items of env '{spec.env}'" + (f" by its tool '{spec.tool}'" if spec.tool else "")
+        if not isinstance(spec, FunctionCheck) or self.function is None:
+            return spec.type
+        code = getattr(self.function, "__code__", None)
+        if code is None:
+            return f"function '{spec.function}'"
+        raised = [
+            frame for frame in traceback.extract_tb(error.__traceback__) if frame.filename == code.co_filename
+        ]
+        line = raised[-1].lineno if raised else code.co_firstlineno
+        return f"function '{spec.function}' ({Path(code.co_filename).name}:{line})"
 
     async def score(self, context: ScoringContext) -> float:
         """The score in [0, 1]; a verifier that cannot score raises EpisodeError VERIFIER_FAILED."""

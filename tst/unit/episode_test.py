@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -377,18 +378,28 @@ def test_a_deploy_that_fails_raises_deploy_failed_and_teardown_still_releases_wh
     assert log == ["logbook set up", "broken set up", "logbook closed", "broken closed"]
 
 
-def test_a_verifier_that_raises_fails_the_episode_with_verifier_failed():
+def test_a_verifier_that_raises_fails_the_episode_naming_its_function_and_line_its_traceback_logged(
+    caplog: pytest.LogCaptureFixture,
+):
     def broken_scales(context: agent_env.VerifierContext) -> float:
         raise RuntimeError("the scales are broken")
 
+    line = broken_scales.__code__.co_firstlineno + 1
     verifier = Verifier(FunctionCheck(type="function", function="broken_scales"), broken_scales)
     episode = deployed(dataclasses.replace(example("store-crate-000"), verifiers=(verifier,)))
 
-    error = error_of(episode.end_turn("Stored."))
+    with caplog.at_level(logging.ERROR, logger="agent_env.episode"):
+        error = error_of(episode.end_turn("Stored."))
 
     assert error.code == "VERIFIER_FAILED"
-    assert error.message == "a verifier of task 'store-crate-000' failed: RuntimeError: the scales are broken"
+    assert error.message == (
+        f"verifier 1 of task 'store-crate-000', function 'broken_scales' (episode_test.py:{line}), failed: "
+        "RuntimeError: the scales are broken"
+    )
     assert (episode.state, episode.score) == (EpisodeState.FAILED, None)
+    logged = caplog.records[-1]
+    assert logged.exc_info is not None and "the scales are broken" in caplog.text
+    assert 'raise RuntimeError("the scales are broken")' in caplog.text
 
 
 def test_teardown_while_a_deploy_makes_the_sandbox_still_removes_the_sandbox(tmp_path: Path):
