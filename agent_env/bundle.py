@@ -26,6 +26,7 @@ import tomllib
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from inspect import Parameter
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -696,12 +697,8 @@ class _Loader:
                 f"user function '{spec.function}' is not defined in users.py{_hint(spec.function, users)}",
             )
             return None
-        try:
-            inspect.signature(function).bind(None, **spec.args)
-        except TypeError as exc:
-            self.problem(where, f"user function '{spec.function}' cannot take args {spec.args}: {exc}")
-        except ValueError:
-            pass  # no signature to read (a builtin): its call says what is wrong
+        if problem := _user_signature_problem(function, spec):
+            self.problem(where, problem)
         return SimulatedUser(spec, function)
 
     def _files(self, place: str, files: Mapping[str, str | FileSource]) -> dict[str, bytes]:
@@ -746,6 +743,34 @@ class _Loader:
             where, f"'{path}' leaves the bundle (through '..' or a symlink); keep every file inside it"
         )
         return False
+
+
+def _user_signature_problem(function: Callable[..., Any], spec: UserFunction) -> str | None:
+    """Why a user function cannot be called as `NAME(context, **args)` with its task's args, saying
+    the signature it needs; None when it can (or has no signature to read: its call will say)."""
+    try:
+        signature = inspect.signature(function)
+    except ValueError:
+        return None
+    name, args = spec.function, spec.args
+    needed = (
+        f"it is called as {name}(context, **args), so write `def {name}({', '.join(['context', *args])})`"
+    )
+    parameters = list(signature.parameters.values())
+    first = parameters[0] if parameters else None
+    positional = (Parameter.POSITIONAL_ONLY, Parameter.POSITIONAL_OR_KEYWORD, Parameter.VAR_POSITIONAL)
+    if first is None or first.kind not in positional:
+        return f"user function '{name}' has no first parameter for the context: {needed}"
+    if first.name in args:
+        return (
+            f"user function '{name}' takes the task's arg '{first.name}' first, where the context goes: "
+            f"{needed}"
+        )
+    try:
+        signature.bind(None, **args)
+    except TypeError as exc:
+        return f"user function '{name}' cannot take the task's args {args}: {exc}; {needed}"
+    return None
 
 
 def _turns(count: int) -> str:

@@ -470,9 +470,33 @@ def test_a_user_function_must_be_one_of_users_py_and_take_the_task_s_args(tmp_pa
     assert problems == [
         "tasks/train.jsonl:1 (task 't1'): user: user function 'raeder' is not defined in users.py; did you "
         "mean 'reader'?",
-        "tasks/train.jsonl:2 (task 't2'): user: user function 'reader' cannot take args {'titel': 'Dune'}: "
-        "missing a required argument: 'title'",
+        "tasks/train.jsonl:2 (task 't2'): user: user function 'reader' cannot take the task's args "
+        "{'titel': 'Dune'}: missing a required argument: 'title'; it is called as reader(context, **args), "
+        "so write `def reader(context, titel)`",
     ]
+
+
+@pytest.mark.parametrize(
+    ("source", "said"),
+    [
+        (
+            "def caller(name, context):\n    return None\n",
+            "user function 'caller' takes the task's arg 'name' first, where the context goes: it is called "
+            "as caller(context, **args), so write `def caller(context, name)`",
+        ),
+        (
+            "def caller(*, name):\n    return None\n",
+            "user function 'caller' has no first parameter for the context: it is called as "
+            "caller(context, **args), so write `def caller(context, name)`",
+        ),
+    ],
+)
+def test_a_user_function_without_the_context_first_is_told_the_signature_it_needs(source, said, tmp_path):
+    tasks = {"train": [a_task(id="t1", user={"function": "caller", "args": {"name": "Ada"}})]}
+
+    problems = problems_of(make_bundle(tmp_path / "b", tasks=tasks, files={"users.py": source}))
+
+    assert problems == [f"tasks/train.jsonl:1 (task 't1'): user: {said}"]
 
 
 def test_a_user_s_max_turns_must_leave_room_for_the_task_s_fixed_turns(tmp_path):
