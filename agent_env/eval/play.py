@@ -15,6 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent_env.client.deadlines import Deadlines
+from agent_env.client.loop import Answer
+from agent_env.client.session import ServerRefusedError, SessionClient, SessionLostError
+from agent_env.client.tools import TASK_OVER
 from agent_env.errors import AgentEnvError, ErrorCode
 from agent_env.eval.policy import (
     END_TURN,
@@ -27,9 +31,6 @@ from agent_env.eval.policy import (
 )
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
 from agent_env.specs import TaskSpec, VerifierSummary
-from agent_env.training.trl._client_loop import Answer
-from agent_env.training.trl.rollout import TASK_OVER, Deadlines
-from agent_env.training.trl.session import ServerRefusedError, SessionClient, SessionLostError
 from agent_env.trajectory import (
     OutcomeRecord,
     TaskRef,

@@ -128,7 +128,7 @@ class _Target:
     """The server to play on: one started here for a bundle, or the one at a URL."""
 
     def __init__(self, target: str | Path | Bundle, token: str | None, concurrency: int) -> None:
-        from agent_env.training.trl.taskapi import TaskAPI
+        from agent_env.client.taskapi import TaskAPI
 
         self._server: BackgroundServer | None = None
         if isinstance(target, Bundle) or Path(target).is_dir():

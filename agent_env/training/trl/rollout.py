@@ -11,40 +11,18 @@ bundle's, so its tool calls and reward raise `FleetMismatchError`, which stops t
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_env.client.deadlines import Deadlines
+from agent_env.client.loop import Answer
+from agent_env.client.session import ServerRefusedError, SessionClient, SessionLostError
+from agent_env.client.tools import TASK_OVER
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
-from agent_env.training.trl._client_loop import Answer
 from agent_env.training.trl.errors import FleetMismatchError, ToolCallError
 from agent_env.training.trl.fleet import Fleet
-from agent_env.training.trl.session import ServerRefusedError, SessionClient, SessionLostError
-
-TASK_OVER = "The task is over: your reply ended its last turn."
-"""What `end_turn` answers when the turn it ends was the task's last."""
-
-
-@dataclass(frozen=True)
-class Deadlines:
-    """Seconds the server gives each call, named as `AgentEnv`'s arguments: `reset_timeout` bounds a
-    reset (the deploy) and every end_turn (the last one runs the verifiers); a tool call gets
-    `tool_timeouts`' deadline if it names the tool, else the tool's own if the server lists one
-    (`listed`: `ToolsetSpec.tool_timeouts`), else `tool_timeout`."""
-
-    reset_timeout: float
-    tool_timeout: float
-    tool_timeouts: tuple[tuple[str, float], ...] = ()
-    listed: tuple[tuple[str, float], ...] = ()
-
-    def tool(self, name: str) -> float:
-        return self._by_tool.get(name, self.tool_timeout)
-
-    @functools.cached_property
-    def _by_tool(self) -> dict[str, float]:
-        return {**dict(self.listed), **dict(self.tool_timeouts)}
 
 
 @dataclass
