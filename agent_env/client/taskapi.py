@@ -9,7 +9,7 @@ import httpx
 from pydantic import TypeAdapter
 
 from agent_env.client.errors import ServerUnavailableError, UnknownSplitError
-from agent_env.openenv.tokens import TOKEN_VARIABLE, bearer
+from agent_env.client.tokens import TOKEN_VARIABLE, bearer
 from agent_env.specs import SolutionSpec, TaskSpec
 
 _TASKS: TypeAdapter[list[TaskSpec]] = TypeAdapter(list[TaskSpec])

@@ -19,6 +19,7 @@ from agent_env.client.deadlines import Deadlines
 from agent_env.client.loop import Answer
 from agent_env.client.session import ServerRefusedError, SessionClient, SessionLostError
 from agent_env.client.tools import TASK_OVER
+from agent_env.client.wire import AgentEnvAction, AgentEnvObservation
 from agent_env.errors import AgentEnvError, ErrorCode
 from agent_env.eval.policy import (
     END_TURN,
@@ -29,7 +30,6 @@ from agent_env.eval.policy import (
     ToolCall,
     end_turn_tool,
 )
-from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
 from agent_env.specs import TaskSpec, VerifierSummary
 from agent_env.trajectory import (
     OutcomeRecord,

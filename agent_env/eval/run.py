@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_env.bundle import Bundle, load_bundle
+from agent_env.client.tokens import resolve_token
 from agent_env.eval.play import PlaySettings, play_sample
 from agent_env.eval.policy import Policy
 from agent_env.eval.results import EvalResult, eval_result
-from agent_env.openenv.tokens import resolve_token
 from agent_env.recording import TrajectoryRecorder
 from agent_env.specs import TaskSpec
 from agent_env.trajectory import Trajectory

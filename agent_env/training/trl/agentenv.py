@@ -28,8 +28,8 @@ from agent_env.client.deadlines import Deadlines
 from agent_env.client.session import GRACE_SECONDS
 from agent_env.client.taskapi import TaskAPI
 from agent_env.client.tools import offered_tools
+from agent_env.client.wire import MAX_LABEL_LENGTH
 from agent_env.names import TRAINER_METHODS
-from agent_env.openenv.wire import MAX_LABEL_LENGTH
 from agent_env.specs import TaskSpec
 from agent_env.training.trl.classes import (
     ToolsetSettings,

@@ -30,7 +30,7 @@ import httpx
 
 from agent_env.client.session import SessionClient, on_session_loop
 from agent_env.client.taskapi import TaskAPI
-from agent_env.openenv.tokens import bearer, resolve_token
+from agent_env.client.tokens import bearer, resolve_token
 from agent_env.training.trl.errors import FleetMismatchError, ServerAtCapacityError, ServerUnavailableError
 
 STATUS_EVERY_S = 1.0

@@ -20,7 +20,7 @@ from agent_env.client.deadlines import Deadlines
 from agent_env.client.loop import Answer
 from agent_env.client.session import ServerRefusedError, SessionClient, SessionLostError
 from agent_env.client.tools import TASK_OVER
-from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
+from agent_env.client.wire import AgentEnvAction, AgentEnvObservation
 from agent_env.training.trl.errors import FleetMismatchError, ToolCallError
 from agent_env.training.trl.fleet import Fleet
 
