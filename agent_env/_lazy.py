@@ -1,7 +1,8 @@
 """Packages whose exports load on first use, so that importing one of their modules costs nothing more.
 
-The trainer's side imports `agent_env.specs` and `agent_env.openenv.wire`, which runs `agent_env` and
-`agent_env.openenv` first: eager package inits would load the engine and the server with them. A
+The trainer's side imports `agent_env.specs` and `agent_env.openenv`'s check of OpenEnv, which runs
+`agent_env` and `agent_env.openenv` first: eager package inits would load the engine and the server
+with them. A
 lazy package names, module by module, what it exports (as TRL's `_import_structure` does); a name
 is imported from its module when first read, then kept. The map is the one list of a package's exports
 at run time (its `__all__` comes from it); type checkers read the same names from the package's

@@ -11,11 +11,11 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
+from agent_env._table import table
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.cli import eval as eval_command
 from agent_env.cli._token import add_token_options, token_of
 from agent_env.cli.play import play_in_terminal
-from agent_env.cli.table import table
 from agent_env.episode import Episode
 from agent_env.errors import AgentEnvError, BundleError
 from agent_env.recording import DEFAULT_MAX_MB

@@ -140,8 +140,8 @@ class TransformersPolicy:
         """The tools as GRPOTrainer shows them to the model (`offered_tools`), not as the Task API
         lists them: a model trained through `AgentEnv` is measured on the prompt it was trained on.
         Tools TRL could not show (the factory refuses them, so no model trained on them) go as listed."""
-        from agent_env.training.trl.classes import END_TURN, offered_tools
-        from agent_env.training.trl.signatures import UnsupportedToolError
+        from agent_env.client.signatures import UnsupportedToolError
+        from agent_env.client.tools import END_TURN, offered_tools
 
         key = json.dumps(tools)
         if key not in self._offered:

@@ -30,9 +30,9 @@ import openai  # noqa: E402
 import pydantic  # noqa: E402
 from openai.types.chat import ChatCompletionMessage  # noqa: E402
 
+from agent_env.client.loop import ClientLoop  # noqa: E402
 from agent_env.errors import validation_problems  # noqa: E402
 from agent_env.eval.policy import AssistantMessage, Message, PolicyError, ToolCall  # noqa: E402
-from agent_env.training.trl._client_loop import ClientLoop  # noqa: E402
 from agent_env.users.endpoint import (  # noqa: E402
     Settings,
     endpoint_problem,

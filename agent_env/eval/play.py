@@ -10,11 +10,17 @@ message. A policy that fails (past its retries, or raising anything at all) make
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agent_env.client.deadlines import Deadlines
+from agent_env.client.episode import ClientEpisode, EpisodeLostError, next_prompt
+from agent_env.client.session import ServerRefusedError, SessionClient
+from agent_env.client.tools import TASK_OVER
+from agent_env.client.wire import AgentEnvObservation
 from agent_env.errors import AgentEnvError, ErrorCode
 from agent_env.eval.policy import (
     END_TURN,
@@ -25,11 +31,7 @@ from agent_env.eval.policy import (
     ToolCall,
     end_turn_tool,
 )
-from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
 from agent_env.specs import TaskSpec, VerifierSummary
-from agent_env.training.trl._client_loop import Answer
-from agent_env.training.trl.rollout import TASK_OVER, Deadlines
-from agent_env.training.trl.session import ServerRefusedError, SessionClient, SessionLostError
 from agent_env.trajectory import (
     OutcomeRecord,
     TaskRef,
@@ -104,14 +106,17 @@ class _Game:
     trajectory: Trajectory
     verifiers: Sequence[VerifierSummary]
     """The task's verifiers as the Task API lists them: the scores come with the last answer."""
-    deadlines: Deadlines | None = None
-    """Each call's, once the reset has listed the deadlines the tools declare."""
+    episode: ClientEpisode | None = None
 
     def play(self) -> None:
         deploy_started = time.monotonic()
-        first = self._reset()
+        task, settings = self.trajectory.task, self.settings
+        deadlines = Deadlines(settings.reset_timeout_s, settings.tool_timeout_s)
+        self.episode = ClientEpisode.reset(self.session, task.split, task.index, deadlines)
+        first = self._answer(self.episode.deployed)
+        # A tool call gets the deadline its tool declares, once the reset has listed them.
         listed = tuple(sorted((first.tool_timeouts or {}).items()))
-        self.deadlines = Deadlines(self.settings.reset_timeout_s, self.settings.tool_timeout_s, listed=listed)
+        self.episode.deadlines = Deadlines(settings.reset_timeout_s, settings.tool_timeout_s, listed=listed)
         self.trajectory.timings.deploy_s = time.monotonic() - deploy_started
         messages: list[Message] = list(first.prompt or [])
         system = next((m["content"] for m in messages if m.get("role") == "system"), None)
@@ -123,9 +128,8 @@ class _Game:
             self.trajectory.turns.append(turn)
             reply, ending_call = self._turn(turn, messages, tools)
             turn.reply = reply
-            deadline = self.settings.reset_timeout_s
-            answer = self._step(AgentEnvAction.end_turn(reply, timeout_s=deadline), deadline)
-            prompt = TASK_OVER if answer.done else (answer.prompt or [{"content": ""}])[-1].get("content", "")
+            answer = self._answer(functools.partial(self._playing.end_turn, reply))
+            prompt = next_prompt(answer)
             # As in training: end_turn's answer is the next turn's prompt; a turn ended by text
             # gets it as the next user message.
             if ending_call is not None:
@@ -182,9 +186,7 @@ class _Game:
         record = ToolCallRecord(tool=call.name, arguments=call.arguments)
         turn.calls.append(record)
         started = time.monotonic()
-        assert self.deadlines is not None
-        deadline = self.deadlines.tool(call.name)
-        answer = self._step(AgentEnvAction.call_tool(call.name, call.arguments, timeout_s=deadline), deadline)
+        answer = self._answer(functools.partial(self._playing.call_tool, call.name, call.arguments))
         record.seconds = time.monotonic() - started
         if answer.error is not None:
             record.error_code, record.error = answer.error.code, answer.error.message
@@ -192,26 +194,24 @@ class _Game:
         record.result = answer.result or ""
         return record.result
 
-    def _reset(self) -> AgentEnvObservation:
-        task = self.trajectory.task
-        return self._answer(
-            self.session.reset(task.split, task.index, timeout_s=self.settings.reset_timeout_s)
-        )
+    @property
+    def _playing(self) -> ClientEpisode:
+        assert self.episode is not None
+        return self.episode
 
-    def _step(self, action: AgentEnvAction, timeout_s: float) -> AgentEnvObservation:
-        return self._answer(self.session.step(action, timeout_s=timeout_s))
-
-    def _answer(self, sent: Answer[AgentEnvObservation]) -> AgentEnvObservation:
+    def _answer(self, send: Callable[[], AgentEnvObservation | None]) -> AgentEnvObservation:
         """The server's answer; one that ends the episode unscored (or a lost session) ends it here."""
         try:
-            answer = sent.result()
-        except (SessionLostError, ServerRefusedError) as exc:
+            answer = send()
+        except (EpisodeLostError, ServerRefusedError) as exc:
+            reason = exc.ending.message if isinstance(exc, EpisodeLostError) else str(exc)
             raise _EpisodeOverError(
-                OutcomeRecord(kind="failed", code=ErrorCode.SESSION_LOST, reason=str(exc))
+                OutcomeRecord(kind="failed", code=ErrorCode.SESSION_LOST, reason=reason)
             ) from None
-        if answer.error is not None and (answer.done or answer.turn is None):
-            error = answer.error
-            raise _EpisodeOverError(OutcomeRecord(kind="failed", code=error.code, reason=error.message))
+        ended = self._playing.ended
+        if ended is not None:
+            raise _EpisodeOverError(OutcomeRecord(kind="failed", code=ended.code, reason=ended.message))
+        assert answer is not None
         return answer
 
     def _scored(self, answer: AgentEnvObservation) -> None:

@@ -3,7 +3,7 @@
 A sample passes when its score is 1.0. Samples that are errors (the model's endpoint failed) are
 counted apart and left out of the means, the pass rate and pass@k, which are over the samples that
 were played. results.json carries the server's `tasks_fingerprint`, so that what it says can be
-matched to the tasks it measured (`agent_env.training.trl.tasks_with_signal`). Reading it loads no
+matched to the tasks it measured (the trainer's `tasks_with_signal`). Reading it loads no
 part of the engine or the server: the trainer's side reads it.
 """
 
@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
 
+from agent_env._table import table
 from agent_env.eval.passk import pass_at_k
 from agent_env.trajectory import Trajectory
 
@@ -90,8 +91,6 @@ class EvalResult(BaseModel):
 
     def table(self) -> str:
         """One row per task, then the totals."""
-        from agent_env.cli.table import table  # the CLI's package loads the engine: only when shown
-
         header = ("index", "id", "samples", "mean", "pass@1", "pass@k", "errors", "failed")
         rows: list[Sequence[object]] = [
             (t.index, t.id, t.samples, t.mean_score, t.pass_at_1, t.pass_at_k, t.errors, t.failed)

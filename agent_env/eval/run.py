@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_env.bundle import Bundle, load_bundle
+from agent_env.client.tokens import resolve_token
 from agent_env.eval.play import PlaySettings, play_sample
 from agent_env.eval.policy import Policy
 from agent_env.eval.results import EvalResult, eval_result
-from agent_env.openenv.tokens import resolve_token
 from agent_env.recording import TrajectoryRecorder
 from agent_env.specs import TaskSpec
 from agent_env.trajectory import Trajectory
@@ -128,7 +128,7 @@ class _Target:
     """The server to play on: one started here for a bundle, or the one at a URL."""
 
     def __init__(self, target: str | Path | Bundle, token: str | None, concurrency: int) -> None:
-        from agent_env.training.trl.taskapi import TaskAPI
+        from agent_env.client.taskapi import TaskAPI
 
         self._server: BackgroundServer | None = None
         if isinstance(target, Bundle) or Path(target).is_dir():

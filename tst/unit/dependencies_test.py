@@ -1,7 +1,8 @@
 """Each extra declares what its code imports, and its code imports what it declares.
 
 The package's source is read statically (ast), by area: `openenv` is agent_env/openenv, `trl` is
-agent_env/training/trl, `eval` is agent_env/eval, `mcp` is agent_env/mcp, `users` is agent_env/users,
+agent_env/training/trl with the client it stands on (agent_env/client, which eval stands on too: the eval
+extra brings the trl extra), `eval` is agent_env/eval, `mcp` is agent_env/mcp, `users` is agent_env/users,
 `docker` is agent_env/sandbox/docker*.py, the first and
 last with their fences (agent_env/_private/openenv_*.py, docker_*.py), and the core is everything else
 (agent_env/training/__init__.py included: importing agent_env.training must need no extra). Every import
@@ -40,7 +41,7 @@ def fence_of(relative: PurePosixPath, dependency: str) -> bool:
 
 AREAS: dict[str, Callable[[PurePosixPath], bool]] = {
     "openenv": lambda p: p.parts[:1] == ("openenv",) or fence_of(p, "openenv"),
-    "trl": lambda p: p.parts[:2] == ("training", "trl"),
+    "trl": lambda p: p.parts[:2] == ("training", "trl") or p.parts[:1] == ("client",),
     "eval": lambda p: p.parts[:1] == ("eval",),
     "mcp": lambda p: p.parts[:1] == ("mcp",),
     "users": lambda p: p.parts[:1] == ("users",),
@@ -48,7 +49,8 @@ AREAS: dict[str, Callable[[PurePosixPath], bool]] = {
         (p.parent == PurePosixPath("sandbox") and p.match("docker*.py")) or fence_of(p, "docker")
     ),
 }
-# Imported without being declared, on purpose: TRL brings transformers, and classes.py uses it only when it
+# Imported without being declared, on purpose: TRL brings transformers, and classes.py (and the client's
+# tools.py, for offered_tools) uses it only when it
 # is installed (importlib.util.find_spec), lazily; trl_package_test.py proves the import never pulls it in.
 # The eval area's local model (eval/hf_policy.py) imports torch, transformers and trl only when one is
 # made: they are the trainer's to pin, so the eval extra leaves them out and names them when missing.

@@ -153,6 +153,52 @@ def test_every_known_circle_still_exists_so_the_list_only_shrinks() -> None:
     assert not gone, f"no longer circles, remove them from KNOWN: {gone}"
 
 
+NEVER_IMPORTS: dict[str, tuple[str, ...]] = {
+    "agent_env.eval": ("agent_env.training",),
+    "agent_env.client": ("agent_env.training", "agent_env.eval", "agent_env.openenv", "agent_env.cli"),
+}
+"""Areas that stand below others: eval and the trainer's side both stand on the client, which knows
+neither of them, nor the server, nor the command line."""
+
+
+def within(module: str, area: str) -> bool:
+    return module == area or module.startswith(f"{area}.")
+
+
+def forbidden_imports(graph: Mapping[str, Set[str]], rules: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """Each import that breaks `rules` (area -> the areas its modules never import), as `a -> b`."""
+    return [
+        f"{module} -> {imported}"
+        for module in sorted(graph)
+        for area, forbidden in rules.items()
+        if within(module, area)
+        for imported in sorted(graph[module])
+        if any(within(imported, other) for other in forbidden)
+    ]
+
+
+def test_eval_never_imports_the_trainers_side_and_the_client_never_imports_what_stands_on_it() -> None:
+    assert forbidden_imports(import_graph(PACKAGE), NEVER_IMPORTS) == []
+
+
+def test_an_import_against_a_rule_is_found_wherever_it_sits(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/low/__init__.py": "",
+            "pkg/low/a.py": "def late():\n    from pkg.high.b import B\n",
+            "pkg/high/__init__.py": "",
+            "pkg/high/b.py": "from pkg.low import a\n",
+            "pkg/lowest.py": "from pkg import high\n",
+        },
+    )
+
+    found = forbidden_imports(import_graph(root), {"pkg.low": ("pkg.high",), "pkg.lowest": ("pkg.high",)})
+
+    assert found == ["pkg.low.a -> pkg.high.b", "pkg.lowest -> pkg.high"]
+
+
 def test_a_name_moved_to_cut_a_circle_is_still_importable_from_its_first_home() -> None:
     moved = {
         ("agent_env.trajectory", "trajectory_of"): "agent_env.recording",

@@ -41,9 +41,10 @@ def test_importing_agent_env_loads_none_of_its_modules_and_a_name_loads_only_its
 
 def in_the_core(path: Path) -> bool:
     """Whether `path` is the core's: not the server's, the trainer's or eval's (each behind an extra
-    of its own), nor a fence of OpenEnv, which only they import (`agent_env/_private/openenv_*.py`)."""
+    of its own), nor the client both of those stand on, nor a fence of OpenEnv, which only they import
+    (`agent_env/_private/openenv_*.py`)."""
     parts = path.relative_to(PACKAGE).parts
-    return parts[0] not in ("openenv", "training", "eval") and not (
+    return parts[0] not in ("openenv", "client", "training", "eval") and not (
         parts[0] == "_private" and parts[-1].startswith("openenv_")
     )
 

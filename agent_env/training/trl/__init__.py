@@ -21,6 +21,8 @@ try:
 except ImportError as missing:
     raise ImportError(f"{missing}; agent_env.training.trl: pip install 'agentenv-framework[trl]'") from None
 
+from agent_env.client.session import GRACE_SECONDS  # noqa: E402
+from agent_env.client.tools import TASK_OVER  # noqa: E402
 from agent_env.training.trl.agentenv import (  # noqa: E402
     DEFAULT_RESET_TIMEOUT_S,
     DEFAULT_TOOL_TIMEOUT_S,
@@ -41,9 +43,7 @@ from agent_env.training.trl.errors import (  # noqa: E402
 )
 from agent_env.training.trl.fleet import FleetSettings  # noqa: E402
 from agent_env.training.trl.groups import GroupsWithSignal  # noqa: E402
-from agent_env.training.trl.rollout import TASK_OVER  # noqa: E402
 from agent_env.training.trl.selection import Unmeasured, tasks_with_signal  # noqa: E402
-from agent_env.training.trl.session import GRACE_SECONDS  # noqa: E402
 
 __all__ = [
     "DEFAULT_RESET_TIMEOUT_S",

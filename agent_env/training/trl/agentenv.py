@@ -24,15 +24,18 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from agent_env._private.threading_exit import at_exit
+from agent_env.client.deadlines import Deadlines
+from agent_env.client.session import GRACE_SECONDS
+from agent_env.client.taskapi import TaskAPI
+from agent_env.client.tools import offered_tools
+from agent_env.client.wire import MAX_LABEL_LENGTH
 from agent_env.names import TRAINER_METHODS
-from agent_env.openenv.wire import MAX_LABEL_LENGTH
 from agent_env.specs import TaskSpec
 from agent_env.training.trl.classes import (
     ToolsetSettings,
     check_rendering,
     close_instances,
     environment_class,
-    offered_tools,
 )
 from agent_env.training.trl.demonstrations import (
     dataset_of,
@@ -47,9 +50,7 @@ from agent_env.training.trl.errors import (
     UnknownSplitError,
 )
 from agent_env.training.trl.fleet import FleetSettings, fleet_of, task_apis
-from agent_env.training.trl.rollout import Deadlines
 from agent_env.training.trl.selection import Unmeasured, no_task_within, tasks_with_signal
-from agent_env.training.trl.session import GRACE_SECONDS
 from agent_env.training.trl.successes import (
     FOREIGN_CHOICES,
     Foreign,
@@ -57,7 +58,6 @@ from agent_env.training.trl.successes import (
     sift,
     trajectories_of,
 )
-from agent_env.training.trl.taskapi import TaskAPI
 
 if TYPE_CHECKING:
     from datasets import Dataset

@@ -13,29 +13,20 @@ from __future__ import annotations
 
 import copyreg
 import importlib.util
-import inspect
 import json
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import docstring_parser
-
 from agent_env._private.threading_exit import at_exit
+from agent_env.client.deadlines import Deadlines
+from agent_env.client.session import SessionClient, close_sessions
+from agent_env.client.signatures import ToolSignature, UnsupportedToolError, tool_signature
+from agent_env.client.tools import ToolMethods, tool_method
 from agent_env.training.trl.fleet import FleetSettings, fleet_of
 from agent_env.training.trl.groups import handed
-from agent_env.training.trl.rollout import Deadlines, Rollouts
-from agent_env.training.trl.session import SessionClient, close_sessions
-from agent_env.training.trl.signatures import (
-    ToolSignature,
-    UnsupportedToolError,
-    bind_arguments,
-    tool_signature,
-)
-
-END_TURN = "end_turn"
+from agent_env.training.trl.rollout import Rollouts
 
 
 @dataclass(frozen=True)
@@ -68,7 +59,7 @@ class _EnvironmentClass(type):
     """The metaclass of every toolset class; `copyreg` reduces its classes (see the module's docstring)."""
 
 
-class ToolsetEnvironment(metaclass=_EnvironmentClass):
+class ToolsetEnvironment(ToolMethods, metaclass=_EnvironmentClass):
     """One rollout's environment at a time on one server session; TRL reuses instances across rollouts."""
 
     _settings: ClassVar[ToolsetSettings]
@@ -85,15 +76,11 @@ class ToolsetEnvironment(metaclass=_EnvironmentClass):
         """Start the row's task (its `split` and `index`); returns at once, while the task deploys."""
         self._rollouts.reset(row)
 
-    def end_turn(self, reply: str = ""):  # type: ignore[no-untyped-def]  # noqa: ANN201
-        """End your turn with your reply to the user. Call it once you have done what they asked.
+    def _end_turn(self, reply: str) -> str:
+        return self._rollouts.end_turn(reply)
 
-        Args:
-            reply: Your reply to the user.
-        """
-        # No return hint: get_json_schema would show it to the model as part of the tool.
-        answer: str = self._rollouts.end_turn(reply)
-        return answer
+    def _call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        return self._rollouts.call_tool(name, arguments)
 
     def get_reward(self) -> float | None:
         """The episode's score from the task's verifiers; None when it could not be scored."""
@@ -103,28 +90,6 @@ class ToolsetEnvironment(metaclass=_EnvironmentClass):
 
     def _detach(self) -> SessionClient | None:
         return self._rollouts.detach()
-
-
-def end_turn_tool() -> dict[str, Any]:
-    """`end_turn`'s schema, read from `ToolsetEnvironment.end_turn`: eval and the demonstrations show
-    the model the tool training does. (`Tool.from_function` refuses the name: it is reserved for this
-    one use.)"""
-    doc = docstring_parser.parse(
-        inspect.getdoc(ToolsetEnvironment.end_turn) or "", style=docstring_parser.DocstringStyle.GOOGLE
-    )
-    described = {param.arg_name: param.description or "" for param in doc.params}
-    description = "\n\n".join(part for part in (doc.short_description, doc.long_description) if part)
-    return {
-        "type": "function",
-        "function": {
-            "name": END_TURN,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {"reply": {"type": "string", "description": described.get("reply", "")}},
-            },
-        },
-    }
 
 
 _CLASSES: weakref.WeakValueDictionary[tuple[str, str], _EnvironmentClass] = weakref.WeakValueDictionary()
@@ -145,7 +110,7 @@ def environment_class(settings: ToolsetSettings) -> _EnvironmentClass:
             "_generated": True,
         }
         for signature in settings.signatures():
-            namespace[signature.name] = _tool_method(signature, settings.toolset)
+            namespace[signature.name] = tool_method(signature, settings.toolset, __name__)
         made = _EnvironmentClass(settings.toolset, (ToolsetEnvironment,), namespace)
         _CLASSES[(settings.key, settings.toolset)] = made
         return made
@@ -190,52 +155,6 @@ def check_rendering(cls: _EnvironmentClass) -> None:
                 f"toolset '{settings.toolset}', tool '{name}': get_json_schema renders it as {rendered!r}, "
                 f"which is not the tool the server lists ({listed!r}): simplify its description or arguments"
             )
-
-
-_NOT_OFFERED = frozenset({"reset", "get_reward"})
-"""The public functions of an environment class TRL does not offer the model as tools."""
-
-
-def offered_tools(schemas: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The tools GRPOTrainer shows the model for a toolset whose tools are `schemas` (the Task API's),
-    exactly as it shows them: its class's public functions but `_NOT_OFFERED`, by name (TRL lists them
-    with `inspect.getmembers`), each through transformers' `get_json_schema`, `end_turn` included.
-
-    What a model learns from (demonstrations) or is measured on (a local model's eval) must render as
-    training renders, and that is not the Task API's schema: `get_json_schema` reads a signature, so
-    bounds and defaults are gone. Needs transformers (TRL's).
-    """
-    from transformers.utils.chat_template_utils import get_json_schema
-
-    settings = ToolsetSettings(
-        key="offered-tools",
-        fleet=FleetSettings(("",)),
-        toolset="offered",
-        tools=tuple(json.dumps(schema) for schema in schemas),
-        deadlines=Deadlines(1.0, 1.0),
-    )
-    made = environment_class(settings)
-    return [
-        get_json_schema(function)
-        for name, function in inspect.getmembers(made, predicate=inspect.isfunction)
-        if name not in _NOT_OFFERED and not name.startswith("_")
-    ]
-
-
-def _tool_method(signature: ToolSignature, toolset: str) -> Callable[..., str]:
-    bind = bind_arguments(signature)
-    name = signature.name
-
-    def call(self: ToolsetEnvironment, /, **arguments: Any) -> str:
-        return self._rollouts.call_tool(name, bind(self, **arguments))
-
-    call.__name__ = name
-    call.__qualname__ = f"{toolset}.{name}"
-    call.__module__ = __name__
-    call.__doc__ = signature.doc
-    call.__signature__ = signature.signature  # type: ignore[attr-defined]
-    call.__annotations__ = signature.annotations
-    return call
 
 
 def _reduce_class(cls: _EnvironmentClass) -> str | tuple[Any, ...]:

@@ -24,10 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_env.client.tools import END_TURN, TASK_OVER
 from agent_env.specs import SolutionSpec, TaskSpec
-from agent_env.training.trl.classes import END_TURN
 from agent_env.training.trl.errors import DemonstrationError, DemonstrationWarning
-from agent_env.training.trl.rollout import TASK_OVER
 
 if TYPE_CHECKING:
     from datasets import Dataset, Features

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from agent_env._errors import AgentEnvError
-from agent_env.training.trl.signatures import UnsupportedToolError
+from agent_env.client.errors import ServerAtCapacityError, ServerUnavailableError, UnknownSplitError
+from agent_env.client.signatures import UnsupportedToolError
 
 __all__ = [
     "DemonstrationError",
@@ -18,21 +19,9 @@ __all__ = [
 ]
 
 
-class ServerUnavailableError(AgentEnvError, ConnectionError):
-    """No agent_env server answers at the URL (or what answers is not one)."""
-
-
-class ServerAtCapacityError(AgentEnvError, RuntimeError):
-    """The server holds as many sessions as it may: it refused this one."""
-
-
 class FleetMismatchError(AgentEnvError, ValueError):
     """The servers given as one fleet do not all serve the same tasks and bundle content, or a single
     server no longer serves what the run started with (restarted with another copy of the bundle)."""
-
-
-class UnknownSplitError(AgentEnvError, ValueError):
-    """The server serves no split of that name."""
 
 
 class ToolCallError(AgentEnvError, RuntimeError):

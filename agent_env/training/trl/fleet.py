@@ -28,10 +28,10 @@ from typing import Any
 
 import httpx
 
-from agent_env.openenv.tokens import bearer, resolve_token
+from agent_env.client.session import SessionClient, on_session_loop
+from agent_env.client.taskapi import TaskAPI
+from agent_env.client.tokens import bearer, resolve_token
 from agent_env.training.trl.errors import FleetMismatchError, ServerAtCapacityError, ServerUnavailableError
-from agent_env.training.trl.session import SessionClient, on_session_loop
-from agent_env.training.trl.taskapi import TaskAPI
 
 STATUS_EVERY_S = 1.0
 """How old a server's `/status` may be when a session is placed by it."""

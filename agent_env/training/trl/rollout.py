@@ -11,57 +11,41 @@ bundle's, so its tool calls and reward raise `FleetMismatchError`, which stops t
 
 from __future__ import annotations
 
-import functools
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation
-from agent_env.training.trl._client_loop import Answer
+from agent_env.client.deadlines import Deadlines
+from agent_env.client.episode import ClientEpisode, EpisodeLostError, next_prompt
+from agent_env.client.loop import Answer
+from agent_env.client.session import ServerRefusedError, SessionClient, SessionLostError
+from agent_env.client.wire import AgentEnvObservation
 from agent_env.training.trl.errors import FleetMismatchError, ToolCallError
 from agent_env.training.trl.fleet import Fleet
-from agent_env.training.trl.session import ServerRefusedError, SessionClient, SessionLostError
-
-TASK_OVER = "The task is over: your reply ended its last turn."
-"""What `end_turn` answers when the turn it ends was the task's last."""
-
-
-@dataclass(frozen=True)
-class Deadlines:
-    """Seconds the server gives each call, named as `AgentEnv`'s arguments: `reset_timeout` bounds a
-    reset (the deploy) and every end_turn (the last one runs the verifiers); a tool call gets
-    `tool_timeouts`' deadline if it names the tool, else the tool's own if the server lists one
-    (`listed`: `ToolsetSpec.tool_timeouts`), else `tool_timeout`."""
-
-    reset_timeout: float
-    tool_timeout: float
-    tool_timeouts: tuple[tuple[str, float], ...] = ()
-    listed: tuple[tuple[str, float], ...] = ()
-
-    def tool(self, name: str) -> float:
-        return self._by_tool.get(name, self.tool_timeout)
-
-    @functools.cached_property
-    def _by_tool(self) -> dict[str, float]:
-        return {**dict(self.listed), **dict(self.tool_timeouts)}
 
 
 @dataclass
 class _Episode:
-    split: str
-    index: int
+    """The client's episode, with what the trainer checks of it: the row's prompt, and its server."""
+
+    played: ClientEpisode
     prompt: list[dict[str, Any]] | None
     url: str
-    deploy: Answer[AgentEnvObservation]
     deployed: bool = False
-    done: bool = False
-    reward: float | None = None
-    ended: str | None = None
-    """Why the episode cannot go on or be scored; None while it can."""
+    refused: str | None = None
+    """Why the trainer will not score it though the server might (its server serves other tasks, it is
+    not the row's task, its environment was closed); None while it would."""
     stops_run: bool = False
-    """Its single server serves other tasks or bundle content than the run (`ended` says which): every
+    """Its single server serves other tasks or bundle content than the run (`refused` says which): every
     call on it raises, for no reward there is the run's."""
+
+    @property
+    def ended(self) -> str | None:
+        """Why the episode cannot go on or be scored; None while it can."""
+        if self.refused is not None:
+            return self.refused
+        return None if self.played.ended is None else self.played.ended.reason
 
 
 class Rollouts:
@@ -87,28 +71,23 @@ class Rollouts:
                     "this environment was closed (by AgentEnv.close() or at exit): make a new AgentEnv"
                 )
             if self._episode is not None:
-                _settle(self._episode.deploy)
+                _settle(self._episode.played.deploy)
             self._episode = None
             session = self._open_session()
-            deploy = session.reset(split, index, timeout_s=self._deadlines.reset_timeout, label=self._label)
-            self._episode = _Episode(split, index, prompt, session.url, deploy)
+            played = ClientEpisode.reset(session, split, index, self._deadlines, label=self._label)
+            self._episode = _Episode(played, prompt, session.url)
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
         with self._lock:
             episode = self._playing(f"call {name}")
-            deadline = self._deadlines.tool(name)
-            action = AgentEnvAction.call_tool(name, arguments, timeout_s=deadline)
-            answer = self._step(episode, action, deadline)
+            answer = self._step(episode, lambda: episode.played.call_tool(name, arguments))
             return answer.result or ""
 
     def end_turn(self, reply: str) -> str:
         """End the open turn; the answer is the next turn's request, or that the task is over."""
         with self._lock:
             episode = self._playing("end the turn")
-            answer = self._end_turn(episode, reply)
-            if episode.done:
-                return TASK_OVER
-            return (answer.prompt or [{"content": ""}])[-1].get("content", "")
+            return next_prompt(self._step(episode, lambda: episode.played.end_turn(reply)))
 
     def reward(self) -> float | None:
         """End the turns left open with an empty reply, then the score; None if it cannot be scored."""
@@ -117,12 +96,12 @@ class Rollouts:
             if episode is None:
                 return None
             self._deployed(episode)
-            while episode.ended is None and not episode.done:
+            while episode.ended is None and not episode.played.done:
                 try:
-                    self._end_turn(episode, "")
+                    self._step(episode, lambda: episode.played.end_turn(""))
                 except ToolCallError:
                     break
-            return None if episode.ended is not None else episode.reward
+            return None if episode.ended is not None else episode.played.reward
 
     def detach(self) -> SessionClient | None:
         """Refuse later resets, and hand over the session to close (the server then tears down its
@@ -147,7 +126,7 @@ class Rollouts:
         self._deployed(episode)
         if episode.ended is not None:
             raise ToolCallError(f"cannot {what}: {episode.ended}")
-        if episode.done:
+        if episode.played.done:
             raise ToolCallError(f"cannot {what}: the task is over (its last turn ended)")
         return episode
 
@@ -161,54 +140,49 @@ class Rollouts:
             raise FleetMismatchError(str(episode.ended))
 
     def _check_deploy(self, episode: _Episode) -> None:
-        try:
-            answer = episode.deploy.result()
-        except Exception as failed:
-            episode.ended = f"the episode was lost: its reset failed: {_why(failed)}"
-            self._report(failed)
+        played = episode.played
+        answer = played.deployed()
+        if answer is None:
+            self._report_lost(played)
             return
         try:
             changed = self._fleet.changed(episode.url, answer.tasks_fingerprint)
         except FleetMismatchError as mismatch:
-            episode.ended, episode.stops_run = str(mismatch), True
+            episode.refused, episode.stops_run = str(mismatch), True
             return
         if changed is not None:
-            episode.ended = f"the episode cannot be scored: {changed}"
-        elif answer.error is not None:
-            episode.ended = f"the episode ended: {answer.error.code}: {answer.error.message}"
-        elif (answer.split, answer.index) != (episode.split, episode.index) or (
-            episode.prompt is not None and _messages(answer.prompt) != _messages(episode.prompt)
+            episode.refused = f"the episode cannot be scored: {changed}"
+        elif played.ended is None and (
+            (answer.split, answer.index) != (played.split, played.index)
+            or (episode.prompt is not None and _messages(answer.prompt) != _messages(episode.prompt))
         ):
-            episode.ended = (
+            episode.refused = (
                 f"the server's task {answer.split}/{answer.index} ('{answer.task_id}') is not the row's "
-                f"({episode.split}/{episode.index}, with its prompt): the dataset is stale; rebuild it"
+                f"({played.split}/{played.index}, with its prompt): the dataset is stale; rebuild it"
             )
 
-    def _end_turn(self, episode: _Episode, reply: str) -> AgentEnvObservation:
-        deadline = self._deadlines.reset_timeout
-        answer = self._step(episode, AgentEnvAction.end_turn(reply, timeout_s=deadline), deadline)
-        if answer.done:
-            episode.done, episode.reward = True, answer.reward
-        return answer
-
-    def _step(self, episode: _Episode, action: AgentEnvAction, timeout_s: float) -> AgentEnvObservation:
-        session = self._session
-        if session is None:
-            episode.ended = "the episode was lost: its environment was closed"
-            raise ToolCallError(episode.ended)
+    def _step(self, episode: _Episode, send: Callable[[], AgentEnvObservation]) -> AgentEnvObservation:
+        """Send one step of the episode; a ToolCallError (the model is shown it) for any error."""
+        if self._session is None:
+            episode.refused = "the episode was lost: its environment was closed"
+            raise ToolCallError(episode.refused)
         try:
-            answer = session.step(action, timeout_s=timeout_s).result()
+            answer = send()
         except ServerRefusedError as refused:
             raise ToolCallError(f"the server refused the call: {refused.code}: {refused.message}") from None
-        except Exception as lost:
-            episode.ended = f"the episode was lost: {_why(lost)}"
-            self._report(lost)
-            raise ToolCallError(episode.ended) from None
+        except EpisodeLostError as lost:
+            self._report(lost.cause)
+            raise ToolCallError(str(lost)) from None
         if answer.error is not None:
-            if answer.done:
-                episode.ended = f"the episode ended: {answer.error.code}: {answer.error.message}"
             raise ToolCallError(answer.error.message)
         return answer
+
+    def _report_lost(self, played: ClientEpisode) -> None:
+        """Tell the fleet of the session its reset was lost with."""
+        try:
+            played.deploy.result()
+        except Exception as failed:
+            self._report(failed)
 
     def _report(self, error: Exception) -> None:
         """Tell the fleet of a session lost, so that no other session is placed on its server until
@@ -231,12 +205,6 @@ def _task_of(row: Mapping[str, Any]) -> tuple[str, int, list[dict[str, Any]] | N
 
 def _messages(prompt: Any) -> list[tuple[Any, Any]]:
     return [(m.get("role"), m.get("content")) for m in prompt or []]
-
-
-def _why(error: Exception) -> str:
-    if isinstance(error, SessionLostError | ServerRefusedError):
-        return str(error)
-    return f"{type(error).__name__}: {error}"
 
 
 def _settle(future: Answer[Any]) -> None:

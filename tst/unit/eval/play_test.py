@@ -12,7 +12,7 @@ from agent_env.eval import AssistantMessage, Message, PlaySettings, ScriptedPoli
 from agent_env.openenv import build_served_app
 from agent_env.specs import ScriptedCall, ScriptedTurn, Solution
 from agent_env.testing import FakeTask, fake_served
-from tst.support.frames import RecordFrames
+from tst.support.frames import NoOpenTurnInstead, RecordFrames
 from tst.support.serving import Serve
 from tst.support.tools import add_crate, list_crates
 
@@ -61,3 +61,15 @@ def test_a_policy_that_raises_anything_makes_its_sample_an_error_of_the_policy_n
         played.outcome.reason
         == "the policy raised JSONDecodeError: Expecting value: line 1 column 1 (char 0)"
     )
+
+
+def test_an_error_answer_with_no_open_turn_ends_the_sample_as_the_servers_failure(serve: Serve) -> None:
+    task = FakeTask("store", tools=[add_crate, list_crates])
+    url = serve(NoOpenTurnInstead(build_served_app(fake_served({"train": [task]})))).url
+    calls = [ScriptedCall(tool="add_crate", arguments={"crate": "C1", "bay": 2})]
+    script = Solution(id="store", turns=[ScriptedTurn(calls=calls, reply="Stored.")])
+
+    played = play_sample(url, task.spec("train", 0), ScriptedPolicy(script), model=None)
+
+    assert (played.outcome.kind, played.outcome.code, played.score) == ("failed", "NO_OPEN_TURN", None)
+    assert played.outcome.reason == "no turn is open: the episode ended (failed)"

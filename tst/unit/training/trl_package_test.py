@@ -42,13 +42,15 @@ SHARED_WITH_THE_SERVER = {
     "agent_env.specs",
     "agent_env.openenv",
     "agent_env.openenv._require",
-    "agent_env.openenv.tokens",
-    "agent_env.openenv.wire",
 }
-"""agent_env's modules the trainer's side may load besides its own: the wire contract (its error codes,
-their root and the name rules included), the package inits above it (and the old names they still
-answer), the fences of what it relies on, and
-the deadlines both sides keep."""
+"""agent_env's modules the trainer's side may load besides its own and the client's: what the wire
+contract (`agent_env.client.wire`) stands on (its error codes, their root and the name rules), the
+package inits above it (and the old names they still answer), the fences of what it relies on, the
+deadlines both sides keep, and the server package's init with its check of OpenEnv's version, which
+loads no module of the server."""
+
+TRAINER_SIDE = ("agent_env.training", "agent_env.client")
+"""The trainer's own modules and the client they stand on (which eval stands on too)."""
 
 
 def python(code: str) -> str:
@@ -74,8 +76,8 @@ def test_importing_agent_env_training_trl_loads_no_module_of_agent_env_s_server_
 
     loaded = set(python(code).split())
 
-    offenders = sorted(m for m in loaded - SHARED_WITH_THE_SERVER if not m.startswith("agent_env.training"))
-    assert {"agent_env.training.trl", "agent_env.openenv.wire"} <= loaded
+    offenders = sorted(m for m in loaded - SHARED_WITH_THE_SERVER if not m.startswith(TRAINER_SIDE))
+    assert {"agent_env.training.trl", "agent_env.client.wire"} <= loaded
     assert offenders == [], f"importing agent_env.training.trl loaded {', '.join(offenders)}"
 
 
@@ -88,6 +90,7 @@ READING_RESULTS = {
     "agent_env.eval._require",
     "agent_env.eval.passk",
     "agent_env.eval.results",
+    "agent_env._table",
     "agent_env.trajectory",
     "agent_env.events",
 }
@@ -103,6 +106,6 @@ def test_reading_eval_results_on_the_trainer_s_side_loads_no_module_of_the_serve
     loaded = set(python(code).split())
 
     offenders = sorted(
-        m for m in loaded - SHARED_WITH_THE_SERVER - READING_RESULTS if not m.startswith("agent_env.training")
+        m for m in loaded - SHARED_WITH_THE_SERVER - READING_RESULTS if not m.startswith(TRAINER_SIDE)
     )
     assert offenders == [], f"reading eval results loaded {', '.join(offenders)}"

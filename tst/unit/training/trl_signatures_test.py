@@ -14,11 +14,11 @@ import pytest
 from pydantic import Field
 
 from agent_env.bundle import load_bundle
+from agent_env.client.deadlines import Deadlines
+from agent_env.client.signatures import tool_signature
 from agent_env.tools import Tool
 from agent_env.training.trl import FleetSettings, ToolsetSettings, UnsupportedToolError
 from agent_env.training.trl.classes import environment_class
-from agent_env.training.trl.rollout import Deadlines
-from agent_env.training.trl.signatures import tool_signature
 from tst.support.wharf import WHARF
 
 pytestmark = pytest.mark.needs("trl_installed")

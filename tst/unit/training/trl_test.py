@@ -31,7 +31,7 @@ from agent_env.training.trl import (
     UnknownSplitError,
     UnsupportedToolError,
 )
-from tst.support.frames import RecordFrames
+from tst.support.frames import NoOpenTurnInstead, RecordFrames
 from tst.support.serving import Serve
 from tst.support.tools import add_crate, jam_crane, list_crates
 from tst.support.waiting import until
@@ -217,6 +217,20 @@ def test_a_tool_error_reaches_the_model_as_the_tools_error_and_the_turn_stays_op
         environment.add_crate(bay=2)
     assert environment.add_crate(crate="C1", bay=2) == "stored dry crate C1 in bay 2"
     assert environment.get_reward() == 1.0
+
+
+def test_an_error_answer_with_no_open_turn_ends_the_episode_unscored_as_it_ends_an_eval_sample(
+    serve: Serve, open_env: Open
+) -> None:
+    env = open_env(serve(NoOpenTurnInstead(build_served_app(fake_served({"train": [dock_task()]})))).url)
+    environment = env.factory()
+    environment.reset(**row_of(env, 0))
+
+    with pytest.raises(ToolCallError, match="no turn is open"):
+        environment.add_crate(crate="C1", bay=2)
+    with pytest.raises(ToolCallError, match="cannot end the turn: the episode ended: NO_OPEN_TURN"):
+        environment.end_turn(reply="Stored.")
+    assert environment.get_reward() is None
 
 
 def test_a_tool_that_misses_its_deadline_answers_at_once_and_leaves_its_episode_unscored(

@@ -8,11 +8,11 @@ import httpx
 import pytest
 
 from agent_env import load_bundle
+from agent_env.client.session import SessionClient
 from agent_env.contexts import VerifierContext
 from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer, build_served_app
 from agent_env.testing import FakeTask, calls, fake_served
 from agent_env.training.trl import TASK_OVER, AgentEnv, ServerUnavailableError
-from agent_env.training.trl.session import SessionClient
 from tst.support.serving import Serve
 from tst.support.tools import add_crate
 from tst.support.wharf import WHARF

@@ -20,11 +20,11 @@ from openenv import GenericEnvClient
 
 from agent_env._deadlines import Deadline
 from agent_env._private.openenv_client import error_frame, refused_for_token
+from agent_env.client.errors import ServerAtCapacityError, ServerUnavailableError
+from agent_env.client.loop import Answer, ClientLoop
+from agent_env.client.tokens import TOKEN_VARIABLE, bearer
+from agent_env.client.wire import AgentEnvAction, AgentEnvObservation, held_without_client
 from agent_env.errors import AgentEnvError
-from agent_env.openenv.tokens import TOKEN_VARIABLE, bearer
-from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, held_without_client
-from agent_env.training.trl._client_loop import Answer, ClientLoop
-from agent_env.training.trl.errors import ServerAtCapacityError, ServerUnavailableError
 
 GRACE_SECONDS = 5.0
 """How much longer than its deadline a message waits for the server's answer."""

@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 from pydantic import TypeAdapter
 
-from agent_env.openenv.tokens import TOKEN_VARIABLE, bearer
+from agent_env.client.errors import ServerUnavailableError, UnknownSplitError
+from agent_env.client.tokens import TOKEN_VARIABLE, bearer
 from agent_env.specs import SolutionSpec, TaskSpec
-from agent_env.training.trl.errors import ServerUnavailableError, UnknownSplitError
 
 _TASKS: TypeAdapter[list[TaskSpec]] = TypeAdapter(list[TaskSpec])
 _SOLUTIONS: TypeAdapter[list[SolutionSpec]] = TypeAdapter(list[SolutionSpec])

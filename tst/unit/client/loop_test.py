@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from agent_env.training.trl._client_loop import ClientLoop
+from agent_env.client.loop import ClientLoop
 
 pytestmark = pytest.mark.needs("trl_installed")
 

@@ -1,0 +1,18 @@
+"""What can go wrong reaching a server, each error saying how to fix it (`agent_env.training.trl`
+exports them)."""
+
+from __future__ import annotations
+
+from agent_env._errors import AgentEnvError
+
+
+class ServerUnavailableError(AgentEnvError, ConnectionError):
+    """No agent_env server answers at the URL (or what answers is not one)."""
+
+
+class ServerAtCapacityError(AgentEnvError, RuntimeError):
+    """The server holds as many sessions as it may: it refused this one."""
+
+
+class UnknownSplitError(AgentEnvError, ValueError):
+    """The server serves no split of that name."""
