@@ -81,7 +81,7 @@ def test_play_records_tool_errors_in_the_transcript_and_keeps_going():
     ]
     assert (result.score, result.error, result.tool_calls) == (1.0, None, 3)
     assert result.failed_call == (
-        "paint({\"colour\": \"red\"}): unknown tool 'paint' (tools: weigh) (code: UNKNOWN_TOOL)"
+        'paint({"colour": "red"}): unknown tool \'paint\' (tools: weigh) (code: UNKNOWN_TOOL)'
     )
 
 
