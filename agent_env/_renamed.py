@@ -28,3 +28,19 @@ def old_name(module: str, name: str, names: Mapping[str, str]) -> Any:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     warn_renamed(module, name, new)
     return getattr(sys.modules[module], new)
+
+
+def renamed_arguments(function: str, given: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+    """Keyword arguments a caller gave under old names (`given`), under their new ones (old -> new),
+    each warned about; any other is the TypeError Python would raise."""
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        raise TypeError(f"{function}() got an unexpected keyword argument '{unknown[0]}'")
+    for old in given:
+        new = names[old]
+        warnings.warn(
+            f"{function}({old}=...) is renamed {new}: pass {new} instead ({old} will be removed)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    return {names[old]: value for old, value in given.items()}

@@ -8,18 +8,18 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Deadlines:
-    """Seconds the server gives each call, named as `AgentEnv`'s arguments: `reset_timeout` bounds a
+    """Seconds the server gives each call, named as `AgentEnv`'s arguments: `reset_timeout_s` bounds a
     reset (the deploy) and every end_turn (the last one runs the verifiers); a tool call gets
     `tool_timeouts`' deadline if it names the tool, else the tool's own if the server lists one
-    (`listed`: `ToolsetSpec.tool_timeouts`), else `tool_timeout`."""
+    (`listed`: `ToolsetSpec.tool_timeouts`), else `tool_timeout_s`."""
 
-    reset_timeout: float
-    tool_timeout: float
+    reset_timeout_s: float
+    tool_timeout_s: float
     tool_timeouts: tuple[tuple[str, float], ...] = ()
     listed: tuple[tuple[str, float], ...] = ()
 
     def tool(self, name: str) -> float:
-        return self._by_tool.get(name, self.tool_timeout)
+        return self._by_tool.get(name, self.tool_timeout_s)
 
     @functools.cached_property
     def _by_tool(self) -> dict[str, float]:

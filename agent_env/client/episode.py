@@ -80,7 +80,7 @@ class ClientEpisode:
         cls, session: SessionClient, split: str, index: int, deadlines: Deadlines, *, label: str | None = None
     ) -> ClientEpisode:
         """Send the reset of the task `split`/`index`; it deploys while the caller goes on."""
-        deploy = session.reset(split, index, timeout_s=deadlines.reset_timeout, label=label)
+        deploy = session.reset(split, index, timeout_s=deadlines.reset_timeout_s, label=label)
         return cls(session, split, index, deadlines, deploy)
 
     def deployed(self) -> AgentEnvObservation | None:
@@ -103,7 +103,7 @@ class ClientEpisode:
 
     def end_turn(self, reply: str) -> AgentEnvObservation:
         """End the open turn with `reply` (the last one runs the verifiers: the reset's deadline)."""
-        deadline = self.deadlines.reset_timeout
+        deadline = self.deadlines.reset_timeout_s
         return self.step(AgentEnvAction.end_turn(reply, timeout_s=deadline), deadline)
 
     def step(self, action: AgentEnvAction, timeout_s: float) -> AgentEnvObservation:

@@ -1,7 +1,7 @@
 """One session on the server through OpenEnv's `GenericEnvClient`, every message within a deadline.
 
 All sessions of a process share one event loop on a daemon thread, so hundreds of environments cost
-one thread, not one each. Each message waits `GRACE_SECONDS` longer than the deadline it carries,
+one thread, not one each. Each message waits `GRACE_S` longer than the deadline it carries,
 so the server (which answers a missed deadline at once) speaks first. A message that still gets no
 answer, or a connection that drops, loses the session: OpenEnv's client would silently reconnect to
 a fresh session with no episode, so the session is closed instead and the caller told.
@@ -26,7 +26,7 @@ from agent_env.client.tokens import TOKEN_VARIABLE, bearer
 from agent_env.client.wire import AgentEnvAction, AgentEnvObservation, held_without_client
 from agent_env.errors import AgentEnvError
 
-GRACE_SECONDS = 5.0
+GRACE_S = 5.0
 """How much longer than its deadline a message waits for the server's answer."""
 
 CAPACITY_RETRY_S = 2.0
@@ -69,7 +69,7 @@ class SessionClient:
         A refusal for capacity is retried for `CAPACITY_RETRY_S`: a session closed a moment ago
         (the factory's own, say) frees its slot only once the server has ended it.
         """
-        wait_s = self._connect_timeout_s + GRACE_SECONDS
+        wait_s = self._connect_timeout_s + GRACE_S
         retry_until = time.monotonic() + CAPACITY_RETRY_S
         try:
             while True:
@@ -106,12 +106,12 @@ class SessionClient:
         reset = functools.partial(
             self._client.reset, split=split, index=index, timeout_s=timeout_s, **labelled
         )
-        return _LOOP.submit(self._observed(reset, timeout_s + GRACE_SECONDS))
+        return _LOOP.submit(self._observed(reset, timeout_s + GRACE_S))
 
     def step(self, action: AgentEnvAction, *, timeout_s: float) -> Answer[AgentEnvObservation]:
         """Send one step whose deadline is `timeout_s`; the future holds the answer."""
         step = functools.partial(self._client.step, action.wire())
-        return _LOOP.submit(self._observed(step, timeout_s + GRACE_SECONDS))
+        return _LOOP.submit(self._observed(step, timeout_s + GRACE_S))
 
     def close(self) -> None:
         """Close the connection (the server then tears down the session's episode); never raises."""

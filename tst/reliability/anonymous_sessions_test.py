@@ -92,7 +92,7 @@ def test_anonymous_mcp_sessions_are_not_made_and_a_trainer_still_opens_every_ses
         over_websocket = [session_over_websocket(url, opened) for _ in range(ATTEMPTS)]
         after_attempts = sessions(url)
 
-    env = AgentEnv(url, reset_timeout=60, tool_timeout=30)
+    env = AgentEnv(url, reset_timeout_s=60, tool_timeout_s=30)
     try:
         factory = env.factory
         assert isinstance(factory, dict)

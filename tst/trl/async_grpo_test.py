@@ -155,7 +155,7 @@ def serve_dock() -> Iterator[Callable[..., Served]]:
             )
             for n, prompt in enumerate(PROMPTS)
         ]
-        env = AgentEnv.serving(build_served_app(fake_served({"train": tasks})), tool_timeout=tool_timeout)
+        env = AgentEnv.serving(build_served_app(fake_served({"train": tasks})), tool_timeout_s=tool_timeout)
         envs.append(env)
         return Served(env, tasks)
 

@@ -10,6 +10,8 @@ and is never imported here. Importing this package imports OpenEnv's client (sev
 
 from __future__ import annotations
 
+import typing as _typing
+
 from agent_env.training.trl._require import require_trl_extra as _require_trl_extra
 
 _require_trl_extra()
@@ -21,7 +23,7 @@ try:
 except ImportError as missing:
     raise ImportError(f"{missing}; agent_env.training.trl: pip install 'agentenv-framework[trl]'") from None
 
-from agent_env.client.session import GRACE_SECONDS  # noqa: E402
+from agent_env.client.session import GRACE_S  # noqa: E402
 from agent_env.client.tools import TASK_OVER  # noqa: E402
 from agent_env.training.trl.agentenv import (  # noqa: E402
     DEFAULT_RESET_TIMEOUT_S,
@@ -48,7 +50,7 @@ from agent_env.training.trl.selection import Unmeasured, tasks_with_signal  # no
 __all__ = [
     "DEFAULT_RESET_TIMEOUT_S",
     "DEFAULT_TOOL_TIMEOUT_S",
-    "GRACE_SECONDS",
+    "GRACE_S",
     "TASK_OVER",
     "AgentEnv",
     "DemonstrationError",
@@ -68,3 +70,9 @@ __all__ = [
     "UnsupportedToolError",
     "tasks_with_signal",
 ]
+
+
+def __getattr__(name: str) -> _typing.Any:
+    from agent_env._renamed import old_name
+
+    return old_name(__name__, name, {"GRACE_SECONDS": "GRACE_S"})

@@ -24,8 +24,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from agent_env._private.threading_exit import at_exit
+from agent_env._renamed import renamed_arguments
 from agent_env.client.deadlines import Deadlines
-from agent_env.client.session import GRACE_SECONDS
+from agent_env.client.session import GRACE_S
 from agent_env.client.taskapi import TaskAPI
 from agent_env.client.tools import offered_tools
 from agent_env.client.wire import MAX_LABEL_LENGTH
@@ -73,6 +74,13 @@ DEFAULT_RESET_TIMEOUT_S = 300.0
 DEFAULT_TOOL_TIMEOUT_S = 60.0
 """The deadline of a tool call, unless `tool_timeouts` names the tool or the tool lists its own."""
 
+_OLD_ARGUMENTS = {
+    "reset_timeout": "reset_timeout_s",
+    "tool_timeout": "tool_timeout_s",
+    "connect_timeout": "connect_timeout_s",
+}
+"""`AgentEnv`'s keyword arguments renamed for the `_s` every other duration in seconds ends with."""
+
 Factory = type | dict[str, type]
 log = logging.getLogger("agent_env.training.trl")
 
@@ -90,10 +98,12 @@ class AgentEnv:
     `FleetMismatchError`), or wants a bearer token it was not given: `token` (default:
     `AGENTENV_TOKEN`, if set) is one for every server, or a dict URL -> token, one per server.
 
-    Deadlines, in seconds: `reset_timeout` bounds each reset (the deploy) and each end_turn (the last
-    runs the verifiers); a tool call gets `tool_timeouts[name]` if it names the tool, else the
+    Deadlines, in seconds: `reset_timeout_s` bounds each reset (the deploy) and each end_turn (the
+    last runs the verifiers); a tool call gets `tool_timeouts[name]` if it names the tool, else the
     deadline the tool declares (`@tool(timeout_s=...)`, bash's from the sandbox's), else
-    `tool_timeout`. The server cuts a call off at the smaller of what it is sent and the tool's own.
+    `tool_timeout_s`; `connect_timeout_s` bounds opening a session. (`reset_timeout`, `tool_timeout`
+    and `connect_timeout` are their old names: still taken, with a DeprecationWarning.) The server
+    cuts a call off at the smaller of what it is sent and the tool's own.
     `label` (a run's name, say) goes with every reset, and a server that records trajectories writes
     it into each.
     """
@@ -104,28 +114,34 @@ class AgentEnv:
         *,
         discover: str | None = None,
         split: str = "train",
-        reset_timeout: float = DEFAULT_RESET_TIMEOUT_S,
-        tool_timeout: float = DEFAULT_TOOL_TIMEOUT_S,
+        reset_timeout_s: float = DEFAULT_RESET_TIMEOUT_S,
+        tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
         tool_timeouts: Mapping[str, float] | None = None,
-        connect_timeout: float = 10.0,
+        connect_timeout_s: float = 10.0,
         token: str | Mapping[str, str] | None = None,
         label: str | None = None,
+        **renamed: float,
     ) -> None:
+        if renamed:
+            new = renamed_arguments("AgentEnv", renamed, _OLD_ARGUMENTS)
+            reset_timeout_s = new.get("reset_timeout_s", reset_timeout_s)
+            tool_timeout_s = new.get("tool_timeout_s", tool_timeout_s)
+            connect_timeout_s = new.get("connect_timeout_s", connect_timeout_s)
         if label is not None and not 0 < len(label) <= MAX_LABEL_LENGTH:
             raise ValueError(f"label must be 1 to {MAX_LABEL_LENGTH} characters, got {label!r}")
         for name, seconds in [
-            ("reset_timeout", reset_timeout),
-            ("tool_timeout", tool_timeout),
-            ("connect_timeout", connect_timeout),
+            ("reset_timeout_s", reset_timeout_s),
+            ("tool_timeout_s", tool_timeout_s),
+            ("connect_timeout_s", connect_timeout_s),
             *((f"tool_timeouts[{tool!r}]", s) for tool, s in (tool_timeouts or {}).items()),
         ]:
             if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 < seconds < 1e9:
                 raise ValueError(f"{name} must be a number of seconds > 0, got {seconds!r}")
         self.split = split
-        self.reset_timeout = float(reset_timeout)
-        self.tool_timeout = float(tool_timeout)
+        self.reset_timeout_s = float(reset_timeout_s)
+        self.tool_timeout_s = float(tool_timeout_s)
         self.tool_timeouts = {tool: float(s) for tool, s in (tool_timeouts or {}).items()}
-        self.connect_timeout = float(connect_timeout)
+        self.connect_timeout_s = float(connect_timeout_s)
         self.label = label
         given = FleetSettings.of(url, discover=discover, token=token)
         apis = task_apis(given)
@@ -136,7 +152,7 @@ class AgentEnv:
         """The servers the fleet held at the start."""
         key = uuid.uuid4().hex
         self._fleet = fleet_of(
-            key, replace(given, fingerprint=apis[0].fingerprint), connect_timeout_s=self.connect_timeout
+            key, replace(given, fingerprint=apis[0].fingerprint), connect_timeout_s=self.connect_timeout_s
         )
         self._held = _Held(key, self._api)
         try:
@@ -267,9 +283,9 @@ class AgentEnv:
             raise no_solutions(split, self._api.url)
         tools = self._offered(tasks[solution.index] for solution in solutions)
         settings = PlaySettings(
-            reset_timeout_s=self.reset_timeout,
-            tool_timeout_s=max([self.tool_timeout, *self.tool_timeouts.values()]),
-            connect_timeout_s=self.connect_timeout,
+            reset_timeout_s=self.reset_timeout_s,
+            tool_timeout_s=max([self.tool_timeout_s, *self.tool_timeouts.values()]),
+            connect_timeout_s=self.connect_timeout_s,
         )
         played = play_solutions(
             self._api.url,
@@ -399,12 +415,12 @@ class AgentEnv:
             toolset=toolset,
             tools=tuple(json.dumps(tool) for tool in listing.tools),
             deadlines=Deadlines(
-                self.reset_timeout,
-                self.tool_timeout,
+                self.reset_timeout_s,
+                self.tool_timeout_s,
                 tuple(sorted(self.tool_timeouts.items())),
                 tuple(sorted(listing.tool_timeouts.items())),
             ),
-            connect_timeout_s=self.connect_timeout,
+            connect_timeout_s=self.connect_timeout_s,
             label=self.label,
         )
 
@@ -428,7 +444,7 @@ class AgentEnv:
         """The tools of the task's toolset, as the server lists them when the task is played."""
         session = self._fleet.open_session()
         try:
-            answer = session.reset(task.split, task.index, timeout_s=self.reset_timeout).result()
+            answer = session.reset(task.split, task.index, timeout_s=self.reset_timeout_s).result()
         except Exception as exc:
             raise ServerUnavailableError(
                 f"listing toolset '{task.toolset.name}': playing task {task.split}/{task.index} failed: {exc}"
@@ -479,4 +495,4 @@ class _Held:
             self.server.stop()
 
 
-__all__ = ["DEFAULT_RESET_TIMEOUT_S", "DEFAULT_TOOL_TIMEOUT_S", "GRACE_SECONDS", "AgentEnv"]
+__all__ = ["DEFAULT_RESET_TIMEOUT_S", "DEFAULT_TOOL_TIMEOUT_S", "GRACE_S", "AgentEnv"]

@@ -19,7 +19,7 @@ from tst.support.frames import NoOpenTurnInstead
 from tst.support.serving import Serve
 from tst.support.tools import add_crate, jam_crane
 
-DEADLINES = Deadlines(reset_timeout=30.0, tool_timeout=30.0)
+DEADLINES = Deadlines(reset_timeout_s=30.0, tool_timeout_s=30.0)
 
 
 def stored(context: VerifierContext) -> float:

@@ -102,7 +102,7 @@ def toolset_class(tools: list[dict[str, Any]], name: str = "crates") -> type:
         fleet=FleetSettings(("http://127.0.0.1:9",)),
         toolset=name,
         tools=tuple(json.dumps(tool) for tool in tools),
-        deadlines=Deadlines(reset_timeout=60, tool_timeout=10),
+        deadlines=Deadlines(reset_timeout_s=60, tool_timeout_s=10),
     )
     return environment_class(settings)
 

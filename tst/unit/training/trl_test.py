@@ -275,8 +275,8 @@ def test_a_tool_gets_the_deadline_it_lists_unless_tool_timeouts_names_it_and_oth
 ) -> None:
     recorder = RecordFrames(build_served_app(fake_served({"train": [declaring(7)]})))
     url = serve(recorder).url
-    listing = open_env(url, tool_timeout=20)
-    naming = open_env(url, tool_timeout=20, tool_timeouts={"add_crate": 3, "list_crates": 4})
+    listing = open_env(url, tool_timeout_s=20)
+    naming = open_env(url, tool_timeout_s=20, tool_timeouts={"add_crate": 3, "list_crates": 4})
 
     for env in (listing, naming):
         environment = env.factory()
@@ -299,7 +299,7 @@ def test_a_tool_past_the_deadline_it_lists_ends_its_rollout_unscored_though_tool
 ) -> None:
     crane = Gate()
     task = declaring(0.3, tool_gates={"add_crate": crane})
-    env = open_env(serve({"train": [task]}).url, tool_timeout=60)
+    env = open_env(serve({"train": [task]}).url, tool_timeout_s=60)
     environment = env.factory()
     environment.reset(**row_of(env, 0))
 
@@ -318,7 +318,7 @@ def test_a_reset_and_an_end_turn_carry_the_resets_deadline_so_end_turn_waits_for
     verify = Gate()
     task = dock_task(verify_gate=verify)
     recorder = RecordFrames(build_served_app(fake_served({"train": [task]})))
-    env = open_env(serve(recorder).url, reset_timeout=20, tool_timeout=0.3)
+    env = open_env(serve(recorder).url, reset_timeout_s=20, tool_timeout_s=0.3)
     environment = env.factory()
     environment.reset(**row_of(env, 0))
     environment.add_crate(crate="C1", bay=2)
@@ -546,7 +546,7 @@ def test_serving_an_app_plays_its_tasks_in_process_and_close_ends_its_episodes_a
 
     assert until(lambda: task.live == [])
     with pytest.raises(ServerUnavailableError):
-        AgentEnv(env.url, connect_timeout=2)
+        AgentEnv(env.url, connect_timeout_s=2)
 
 
 def test_a_toolset_whose_spec_leaves_its_tools_to_the_deploy_is_listed_by_playing_one_of_its_tasks_once(
@@ -579,7 +579,7 @@ def test_a_toolset_listed_by_playing_one_of_its_tasks_brings_the_deadlines_its_t
         )
     }
     recorder = RecordFrames(build_served_app(served))
-    env = open_env(serve(recorder).url, tool_timeout=20)
+    env = open_env(serve(recorder).url, tool_timeout_s=20)
 
     environment = env.factory()
     environment.reset(**row_of(env, 0))
@@ -588,3 +588,23 @@ def test_a_toolset_listed_by_playing_one_of_its_tasks_brings_the_deadlines_its_t
 
     assert sent_deadlines(recorder) == [("add_crate", 7), ("list_crates", 20)]
     assert environment.get_reward() == 1.0
+
+
+def test_agent_env_s_old_deadline_keywords_still_work_warning_with_the_new_name(serve: Serve) -> None:
+    url = serve({"train": [dock_task()]}).url
+
+    with pytest.warns(DeprecationWarning, match=r"AgentEnv\(reset_timeout=...\) is renamed reset_timeout_s"):
+        env = AgentEnv(url, reset_timeout=42, tool_timeout_s=7)
+    try:
+        assert (env.reset_timeout_s, env.tool_timeout_s) == (42.0, 7.0)
+    finally:
+        env.close()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'reset_timeout_seconds'"):
+        AgentEnv(url, reset_timeout_seconds=42)
+
+
+def test_grace_seconds_is_grace_s_now_and_the_old_name_warns() -> None:
+    import agent_env.training.trl as trl
+
+    with pytest.warns(DeprecationWarning, match="GRACE_SECONDS is renamed GRACE_S"):
+        assert trl.GRACE_SECONDS == trl.GRACE_S == 5.0

@@ -80,7 +80,7 @@ def test_a_user_that_never_answers_ends_the_rollout_at_the_end_turn_deadline_wit
     serve: Serve, open_env: Open, tmp_path: Path
 ) -> None:
     root = user_bundle(tmp_path, {"function": "stuck", "timeout_s": 600})
-    _, environment = rollout(serve, open_env, root, reset_timeout=1.5)
+    _, environment = rollout(serve, open_env, root, reset_timeout_s=1.5)
 
     with pytest.raises(ToolCallError) as caught:
         environment.end_turn(reply="Which book?")
