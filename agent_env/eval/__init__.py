@@ -22,6 +22,7 @@ from agent_env.eval._require import require_player as _require_player
 _require_player()
 
 if _typing.TYPE_CHECKING:
+    from agent_env.client.tools import END_TURN as END_TURN, end_turn_tool as end_turn_tool
     from agent_env.eval.hf_policy import (
         LocalModelError as LocalModelError,
         TransformersPolicy as TransformersPolicy,
@@ -30,13 +31,11 @@ if _typing.TYPE_CHECKING:
     from agent_env.eval.passk import pass_at_k as pass_at_k
     from agent_env.eval.play import PlaySettings as PlaySettings, play_sample as play_sample
     from agent_env.eval.policy import (
-        END_TURN as END_TURN,
         AssistantMessage as AssistantMessage,
         Message as Message,
         Policy as Policy,
         PolicyError as PolicyError,
         ToolCall as ToolCall,
-        end_turn_tool as end_turn_tool,
     )
     from agent_env.eval.results import EvalResult as EvalResult, TaskResult as TaskResult
     from agent_env.eval.run import RESULTS_FILE as RESULTS_FILE, Progress as Progress, evaluate as evaluate
@@ -45,18 +44,17 @@ else:
     _lazy_exports(
         __name__,
         {
+            "agent_env.client.tools": ["END_TURN", "end_turn_tool"],
             "agent_env.eval.hf_policy": ["LocalModelError", "TransformersPolicy"],
             "agent_env.eval.openai_policy": ["EndpointError", "OpenAIPolicy"],
             "agent_env.eval.passk": ["pass_at_k"],
             "agent_env.eval.play": ["PlaySettings", "play_sample"],
             "agent_env.eval.policy": [
-                "END_TURN",
                 "AssistantMessage",
                 "Message",
                 "Policy",
                 "PolicyError",
                 "ToolCall",
-                "end_turn_tool",
             ],
             "agent_env.eval.results": ["EvalResult", "TaskResult"],
             "agent_env.eval.run": ["RESULTS_FILE", "Progress", "evaluate"],

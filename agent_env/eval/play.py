@@ -19,18 +19,10 @@ from typing import Any
 from agent_env.client.deadlines import Deadlines
 from agent_env.client.episode import ClientEpisode, EpisodeLostError, next_prompt
 from agent_env.client.session import ServerRefusedError, SessionClient
-from agent_env.client.tools import TASK_OVER
+from agent_env.client.tools import END_TURN, TASK_OVER, end_turn_tool
 from agent_env.client.wire import AgentEnvObservation
 from agent_env.errors import AgentEnvError, ErrorCode
-from agent_env.eval.policy import (
-    END_TURN,
-    AssistantMessage,
-    Message,
-    Policy,
-    PolicyError,
-    ToolCall,
-    end_turn_tool,
-)
+from agent_env.eval.policy import AssistantMessage, Message, Policy, PolicyError, ToolCall
 from agent_env.specs import TaskSpec, VerifierSummary
 from agent_env.trajectory import (
     OutcomeRecord,

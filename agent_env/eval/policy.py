@@ -12,10 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agent_env._errors import AgentEnvError
-from agent_env.client.tools import (
-    END_TURN as END_TURN,  # re-exported: eval's names
-    end_turn_tool as end_turn_tool,
-)
 
 Message = dict[str, Any]
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent_env.eval.policy import END_TURN, AssistantMessage, Message, PolicyError, ToolCall
+from agent_env.client.tools import END_TURN
+from agent_env.eval.policy import AssistantMessage, Message, PolicyError, ToolCall
 from agent_env.specs import Solution
 
 

@@ -17,11 +17,7 @@ import json
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_env._origins import AllowedHosts
-from agent_env.openenv.tokens import (
-    TOKEN_VARIABLE as TOKEN_VARIABLE,  # re-exported: their first home
-    bearer as bearer,
-    resolve_token as resolve_token,
-)
+from agent_env.client.tokens import TOKEN_VARIABLE
 
 _POLICY_VIOLATION = 1008
 _DENIAL = "websocket.http.response"

@@ -22,12 +22,8 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
 
 from agent_env._private.openenv_server import CreateSession, HookedEnvServer
+from agent_env.client.wire import SessionCounts, capacity_message
 from agent_env.openenv.calls import CURRENT_LINK, ClientLink
-from agent_env.openenv.wire import (
-    SessionCounts as SessionCounts,  # re-exported: their first home
-    capacity_message as capacity_message,
-    held_without_client as held_without_client,
-)
 
 WebSocketEndpoint = Callable[[WebSocket], Awaitable[None]]
 
