@@ -153,12 +153,29 @@ def test_every_known_circle_still_exists_so_the_list_only_shrinks() -> None:
     assert not gone, f"no longer circles, remove them from KNOWN: {gone}"
 
 
+ABOVE_THE_CORE = (
+    "agent_env.openenv",
+    "agent_env.client",
+    "agent_env.training",
+    "agent_env.eval",
+    "agent_env.cli",
+    "agent_env.view",
+)
+"""The packages that stand on the core (docs/architecture.md's layers); every other module is the core's."""
+
 NEVER_IMPORTS: dict[str, tuple[str, ...]] = {
-    "agent_env.eval": ("agent_env.training",),
+    "agent_env.eval": ("agent_env.training", "agent_env.cli"),
     "agent_env.client": ("agent_env.training", "agent_env.eval", "agent_env.openenv", "agent_env.cli"),
+    "agent_env.openenv": ("agent_env.training", "agent_env.eval", "agent_env.cli"),
+    "agent_env.training": ("agent_env.cli",),
 }
 """Areas that stand below others: eval and the trainer's side both stand on the client, which knows
-neither of them, nor the server, nor the command line."""
+neither of them, nor the server, nor the command line; the server knows neither side of a client."""
+
+
+def core_modules(graph: Mapping[str, Set[str]]) -> list[str]:
+    """The core's modules: every module of the package outside the packages that stand on it."""
+    return [module for module in graph if not any(within(module, area) for area in ABOVE_THE_CORE)]
 
 
 def within(module: str, area: str) -> bool:
@@ -179,6 +196,15 @@ def forbidden_imports(graph: Mapping[str, Set[str]], rules: Mapping[str, tuple[s
 
 def test_eval_never_imports_the_trainers_side_and_the_client_never_imports_what_stands_on_it() -> None:
     assert forbidden_imports(import_graph(PACKAGE), NEVER_IMPORTS) == []
+
+
+def test_the_core_never_imports_a_package_that_stands_on_it() -> None:
+    graph = import_graph(PACKAGE)
+    core = core_modules(graph)
+    rules = dict.fromkeys([module for module in core if module != "agent_env"], ABOVE_THE_CORE)
+
+    assert forbidden_imports(graph, rules) == []
+    assert [m for m in graph["agent_env"] if any(within(m, area) for area in ABOVE_THE_CORE)] == []
 
 
 def test_an_import_against_a_rule_is_found_wherever_it_sits(tmp_path: Path) -> None:
