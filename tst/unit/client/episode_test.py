@@ -19,6 +19,8 @@ from tst.support.frames import NoOpenTurnInstead
 from tst.support.serving import Serve
 from tst.support.tools import add_crate, jam_crane
 
+pytestmark = pytest.mark.needs("trl_installed")
+
 DEADLINES = Deadlines(reset_timeout_s=30.0, tool_timeout_s=30.0)
 
 
