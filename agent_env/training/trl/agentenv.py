@@ -74,6 +74,16 @@ DEFAULT_RESET_TIMEOUT_S = 300.0
 DEFAULT_TOOL_TIMEOUT_S = 60.0
 """The deadline of a tool call, unless `tool_timeouts` names the tool or the tool lists its own."""
 
+PROBE_LABEL = "agent_env: the factory's probe, listing the tools of toolset {toolset}"
+"""The label of the episode a factory plays only to list a toolset's tools (an MCP env's, known only
+once deployed): a server that records trajectories writes it into that episode's, so the probe, left
+unfinished by design, reads as what it is."""
+
+
+def probe_label(toolset: str) -> str:
+    return PROBE_LABEL.format(toolset=toolset)[:MAX_LABEL_LENGTH]
+
+
 _OLD_ARGUMENTS = {
     "reset_timeout": "reset_timeout_s",
     "tool_timeout": "tool_timeout_s",
@@ -444,7 +454,10 @@ class AgentEnv:
         """The tools of the task's toolset, as the server lists them when the task is played."""
         session = self._fleet.open_session()
         try:
-            answer = session.reset(task.split, task.index, timeout_s=self.reset_timeout_s).result()
+            label = probe_label(task.toolset.name)
+            answer = session.reset(
+                task.split, task.index, timeout_s=self.reset_timeout_s, label=label
+            ).result()
         except Exception as exc:
             raise ServerUnavailableError(
                 f"listing toolset '{task.toolset.name}': playing task {task.split}/{task.index} failed: {exc}"

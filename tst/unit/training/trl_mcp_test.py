@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agent_env import read_trajectories
 from agent_env.openenv import build_app
 from agent_env.training.trl import AgentEnv, ToolCallError
 from tst.support.mcp_bundles import http_notes_server, http_server, notes_bundle, stdio_server
@@ -82,3 +83,24 @@ def test_a_server_that_crashes_mid_rollout_costs_it_the_reward_and_its_tool_erro
     environment.reset(**row(env))  # the next rollout starts a server of its own
     assert environment.add_note(text="milk") == "noted: milk"
     assert environment.get_reward() == 1.0
+
+
+def test_the_factory_s_probe_episode_is_recorded_labelled_as_the_probe_it_is(
+    serve: Serve, open_env: Open, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs"
+    server = serve(build_app(notes_bundle(tmp_path / "notes", stdio_server()), record=runs))
+    env = open_env(server.url, label="run-7")
+    rollout = env.factory()
+    rollout.reset(**row(env))
+    rollout.add_note(text="milk")
+    rollout.end_turn()
+    env.close()
+
+    assert until(lambda: len(list(read_trajectories(runs))) == 2)
+
+    by_client = {t.client: t.outcome.kind for t in read_trajectories(runs)}
+    assert by_client == {
+        "agent_env: the factory's probe, listing the tools of toolset notes": "abandoned",
+        "run-7": "scored",
+    }
