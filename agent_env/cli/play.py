@@ -30,12 +30,45 @@ def describe_tools(tools: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+_CONSTRAINTS = (
+    ("minimum", ">="),
+    ("exclusiveMinimum", ">"),
+    ("maximum", "<="),
+    ("exclusiveMaximum", "<"),
+    ("minLength", "length >="),
+    ("maxLength", "length <="),
+    ("minItems", "items >="),
+    ("maxItems", "items <="),
+    ("pattern", "matching"),
+    ("format", "format"),
+)
+"""The JSON Schema keywords that bound an argument, and how the terminal words each."""
+
+
 def _type(prop: dict[str, Any]) -> str:
+    """An argument's type as the schema has it, with its bounds, pattern and default: what a person
+    needs to call the tool right (`integer 1..5000`, `string matching ^[A-Z][0-9]{2}$`, `= 10`)."""
     if "enum" in prop:
-        return "|".join(json.dumps(v) for v in prop["enum"])
-    if "anyOf" in prop:
-        return "|".join(_type(p) for p in prop["anyOf"])
-    return str(prop.get("type", "any"))
+        shown = "|".join(json.dumps(v) for v in prop["enum"])
+    elif "anyOf" in prop:
+        shown = "|".join(_type(p) for p in prop["anyOf"])
+    elif prop.get("type") == "array" and isinstance(prop.get("items"), dict):
+        shown = f"array of {_type(prop['items'])}"
+    else:
+        shown = str(prop.get("type", "any"))
+    low, high = prop.get("minimum"), prop.get("maximum")
+    bounds = [] if low is None or high is None else [f"{json.dumps(low)}..{json.dumps(high)}"]
+    paired = {"minimum", "maximum"} if bounds else set()
+    bounds += [
+        f"{words} {_shown(prop[key])}" for key, words in _CONSTRAINTS if key in prop and key not in paired
+    ]
+    if "default" in prop:
+        bounds.append(f"= {json.dumps(prop['default'])}")
+    return " ".join([shown, *bounds])
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 async def play_in_terminal(

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_env.cli.play import describe_tools
 from tst.support.mcp_bundles import NOTE_MILK, http_notes_server, http_server, notes_bundle
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "wharf"
@@ -74,7 +75,7 @@ def test_a_person_plays_a_two_turn_task_in_the_terminal_and_sees_each_prompt_and
     out = done.stdout
     assert done.returncode == 0, done.stderr
     assert "turn 1, user: A dry crate labelled C16 is on the quay. Store it in bay 2." in out
-    assert 'add_crate(crate: string, bay: integer, kind?: "dry"|"cold"|"fragile")' in out
+    assert 'add_crate(crate: string, bay: integer 1..6, kind?: "dry"|"cold"|"fragile" = "dry")' in out
     assert "crate C16 (dry) stored in bay 2" in out
     assert "turn 2, user: Change of plan: move the crate you just stored to bay 6." in out
     assert out.rstrip().endswith("score: 1.00")
@@ -172,3 +173,30 @@ def test_replay_says_why_a_wrong_play_scored_as_it_did_each_verifier_and_the_fir
         '  train/0 train-store-000: items 0; first failed call: ship({"box": "Z99"}): '
         "ship failed: ValueError: there is no box Z99 (code: TOOL_ERROR)"
     ) in done.stdout.splitlines()
+
+
+def test_the_terminal_shows_an_argument_s_bounds_pattern_length_and_default_as_its_schema_has_them():
+    schema = {
+        "type": "function",
+        "function": {
+            "name": "refund",
+            "description": "Refund a card.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "card": {"type": "string", "pattern": "^[0-9]{4}$"},
+                    "amount": {"type": "integer", "minimum": 1, "maximum": 5000},
+                    "note": {"type": "string", "maxLength": 80, "default": ""},
+                    "rate": {"type": "number", "exclusiveMinimum": 0},
+                    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+                },
+                "required": ["card", "amount"],
+            },
+        },
+    }
+
+    assert describe_tools([schema]) == (
+        "  refund(card: string matching ^[0-9]{4}$, amount: integer 1..5000, "
+        'note?: string length <= 80 = "", rate?: number > 0, '
+        "tags?: array of string items <= 3) - Refund a card."
+    )
