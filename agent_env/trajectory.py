@@ -57,6 +57,10 @@ class TurnRecord(_Record):
 
     turn: int = Field(ge=1)
     prompt: str
+    prompt_by: Literal["task", "simulated user"] = Field(
+        default="task",
+        description="Who wrote the turn's message: the task (its fixed turns) or its simulated user.",
+    )
     calls: list[ToolCallRecord] = Field(default_factory=list)
     reply: str | None = Field(default=None, description="Null if the episode ended within the turn.")
     invalid_tool_calls: int = Field(
@@ -131,7 +135,7 @@ def _turns_of(events: Sequence[EpisodeEvent], prompts: Sequence[str]) -> list[di
     pending: dict[int, dict[str, Any]] = {}
     for event in events:
         if isinstance(event, Deployed):
-            turns.append(_turn_record(1, prompts[0]))
+            turns.append(_turn_record(1, prompts[0], len(prompts)))
         elif isinstance(event, ToolCalled):
             record = {"tool": event.tool, "arguments": dict(event.arguments)}
             _turn(turns, event.turn, prompts)["calls"].append(record)
@@ -145,18 +149,22 @@ def _turns_of(events: Sequence[EpisodeEvent], prompts: Sequence[str]) -> list[di
         elif isinstance(event, TurnEnded):
             _turn(turns, event.turn, prompts)["reply"] = event.reply
             if event.prompt is not None:
-                turns.append(_turn_record(event.turn + 1, event.prompt))
+                turns.append(_turn_record(event.turn + 1, event.prompt, len(prompts)))
     return turns
 
 
-def _turn_record(number: int, prompt: str) -> dict[str, Any]:
-    return {"turn": number, "prompt": prompt, "calls": []}
+def _turn_record(number: int, prompt: str, fixed: int) -> dict[str, Any]:
+    """Turn `number`'s record; a turn past the task's `fixed` ones is its simulated user's."""
+    by = "task" if number <= fixed else "simulated user"
+    return {"turn": number, "prompt": prompt, "prompt_by": by, "calls": []}
 
 
 def _turn(turns: list[dict[str, Any]], number: int, prompts: Sequence[str]) -> dict[str, Any]:
     """The record of turn `number`, made if the events have not opened it (they always do)."""
     if not turns or turns[-1]["turn"] != number:
-        turns.append(_turn_record(number, prompts[number - 1] if number <= len(prompts) else ""))
+        turns.append(
+            _turn_record(number, prompts[number - 1] if number <= len(prompts) else "", len(prompts))
+        )
     return turns[-1]
 
 

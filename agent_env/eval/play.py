@@ -27,7 +27,6 @@ from agent_env.specs import TaskSpec, VerifierSummary
 from agent_env.trajectory import (
     OutcomeRecord,
     TaskRef,
-    Timings,
     ToolCallRecord,
     Trajectory,
     TurnRecord,
@@ -78,7 +77,7 @@ def play_sample(
     session = SessionClient(url, connect_timeout_s=settings.connect_timeout_s, token=token)
     try:
         session.open()
-        _Game(session, policy, settings, trajectory, task.verifiers).play()
+        _Game(session, policy, settings, trajectory, task.verifiers, task.turns).play()
     except _EpisodeOverError as ended:
         trajectory.outcome = ended.outcome
     except Exception as exc:  # the server went away, or refused the session
@@ -86,7 +85,7 @@ def play_sample(
     finally:
         session.close()
     trajectory.ended_at = time.time()
-    trajectory.timings = Timings(total_s=trajectory.ended_at - started)
+    trajectory.timings.total_s = trajectory.ended_at - started
     return trajectory
 
 
@@ -98,6 +97,8 @@ class _Game:
     trajectory: Trajectory
     verifiers: Sequence[VerifierSummary]
     """The task's verifiers as the Task API lists them: the scores come with the last answer."""
+    fixed_turns: int
+    """How many turns the task fixes: the later ones are its simulated user's."""
     episode: ClientEpisode | None = None
 
     def play(self) -> None:
@@ -116,7 +117,9 @@ class _Game:
         tools = [*(first.tools or []), end_turn_tool()]
         prompt = _last_user(messages)
         while True:
-            turn = TurnRecord(turn=len(self.trajectory.turns) + 1, prompt=prompt)
+            number = len(self.trajectory.turns) + 1
+            by = "task" if number <= self.fixed_turns else "simulated user"
+            turn = TurnRecord(turn=number, prompt=prompt, prompt_by=by)
             self.trajectory.turns.append(turn)
             reply, ending_call = self._turn(turn, messages, tools)
             turn.reply = reply

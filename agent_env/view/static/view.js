@@ -127,7 +127,10 @@ function call(c) {
 
 function turn(t) {
   const node = el("section", { class: "turn" }, el("h3", { text: `turn ${t.turn}` }),
-    message("user", "user", t.prompt), ...t.calls.map(call));
+    t.prompt_by === "simulated user"
+      ? message("user simulated", "user (simulated)", t.prompt)
+      : message("user", "user", t.prompt),
+    ...t.calls.map(call));
   if (t.invalid_tool_calls) {
     node.append(message("noreply", "unparsed tool calls", `${t.invalid_tool_calls} replies meant as tool calls did not parse`));
   }
@@ -149,10 +152,12 @@ function verifiers(t) {
       el("td", { class: "num episode-score", text: score(t.score) }))));
 }
 
-function timings(t) {
+// Eval plays over the wire: the server's verify and teardown happen out of its sight.
+function timings(t, recordedBy) {
   const parts = [["deploy", t.deploy_s], ["verify", t.verify_s], ["teardown", t.teardown_s], ["total", t.total_s]];
+  const shown = (value) => (value === null && recordedBy === "eval" ? "not measured by eval" : seconds(value));
   return el("div", { class: "timings" },
-    ...parts.map(([name, value]) => el("span", {}, `${name} `, el("b", { text: seconds(value) }))));
+    ...parts.map(([name, value]) => el("span", {}, `${name} `, el("b", { text: shown(value) }))));
 }
 
 async function showEpisode(id) {
@@ -174,8 +179,8 @@ async function showEpisode(id) {
       ...fact("outcome", badge(t.outcome.kind, t.outcome.code)), ...fact("score", score(t.score)),
       ...fact("tool calls", `${answer.tool_calls} (${answer.failures} failed)`), ...fact("client / model", who),
       ...fact("started", when(t.started_at)), ...fact("recorded by", `${t.recorded_by}, in ${answer.file}`)),
-    t.outcome.reason ? el("p", { class: "reason", text: t.outcome.reason }) : null,
-    el("h3", { text: "timings" }), timings(t.timings),
+    t.outcome.reason ? el("p", { class: `reason ${t.outcome.kind}`, text: t.outcome.reason }) : null,
+    el("h3", { text: "timings" }), timings(t.timings, t.recorded_by),
     el("h3", { text: "conversation" }),
     t.system_prompt ? message("system", "system prompt", t.system_prompt) : null,
     ...t.turns.map(turn),

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent_env import Tool
+from agent_env.client.taskapi import TaskAPI
 from agent_env.eval import AssistantMessage, Message, PlaySettings, ScriptedPolicy, play_sample
 from agent_env.openenv import build_served_app
 from agent_env.specs import ScriptedCall, ScriptedTurn, Solution
@@ -40,6 +42,9 @@ def test_each_tool_call_is_sent_with_the_deadline_its_tool_lists_else_with_tool_
     )
 
     assert played.outcome.kind == "scored" and played.score == 1.0
+    assert [turn.prompt_by for turn in played.turns] == ["task"]
+    deploy, total = played.timings.deploy_s, played.timings.total_s
+    assert deploy is not None and total is not None and 0 < deploy <= total, "eval keeps the deploy it timed"
     steps = recorder.of_type("step")
     sent = [(s["tool"], s["metadata"]["timeout_s"]) for s in steps if s["kind"] == "call_tool"]
     assert sent == [("add_crate", 7), ("list_crates", 20)]
@@ -73,3 +78,30 @@ def test_an_error_answer_with_no_open_turn_ends_the_sample_as_the_servers_failur
 
     assert (played.outcome.kind, played.outcome.code, played.score) == ("failed", "NO_OPEN_TURN", None)
     assert played.outcome.reason == "no turn is open: the episode ended (failed)"
+
+
+def test_a_turn_a_simulated_user_wrote_is_recorded_as_the_simulated_user_s(
+    serve: Serve, tmp_path: Path
+) -> None:
+    from agent_env.openenv import build_app
+    from tst.unit.users.spec_test import READER, shelf_bundle
+
+    url = serve(build_app(shelf_bundle(tmp_path / "shelf", READER))).url
+    script = Solution(
+        id="t1",
+        turns=[
+            ScriptedTurn(reply="Which book?"),
+            ScriptedTurn(
+                calls=[ScriptedCall(tool="put_book", arguments={"title": "Dune"})], reply="Shelved."
+            ),
+        ],
+    )
+    task = TaskAPI(url).tasks("train")[0]
+
+    played = play_sample(url, task, ScriptedPolicy(script), model=None)
+
+    assert played.score == 1.0
+    assert [(turn.prompt, turn.prompt_by) for turn in played.turns] == [
+        ("I would like a book shelved.", "task"),
+        ("Dune, please.", "simulated user"),
+    ]

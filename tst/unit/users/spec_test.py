@@ -95,9 +95,9 @@ def test_a_user_that_has_no_more_to_say_ends_the_task_which_is_then_scored(tmp_p
     assert [end.done for end in ends] == [False, True]
     assert ends[-1].score == 1.0 and ends[-1].turn == 2
     trajectory = trajectory_of(episode)
-    assert [(t.prompt, t.reply) for t in trajectory.turns] == [
-        ("I would like a book shelved.", "Which book?"),
-        ("Dune, please.", "Shelved."),
+    assert [(t.prompt, t.prompt_by, t.reply) for t in trajectory.turns] == [
+        ("I would like a book shelved.", "task", "Which book?"),
+        ("Dune, please.", "simulated user", "Shelved."),
     ]
     assert trajectory.score == 1.0
 

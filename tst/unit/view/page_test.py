@@ -167,3 +167,42 @@ def test_an_episode_shows_its_conversation_calls_with_an_error_marked_and_its_ve
         height = browser.execute_script("return document.documentElement.scrollHeight")
         browser.set_window_size(1280, min(int(height) + 200, 3000))
         assert browser.save_screenshot(str(Path(shot).resolve()))
+
+
+def test_an_eval_episode_s_normal_end_is_not_an_error_its_simulated_turn_is_marked_and_untimed_phases_say_so(
+    tmp_path: Path, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    from agent_env import OutcomeRecord, TaskRef, Timings, Trajectory, TurnRecord
+    from agent_env.training.trl import TASK_OVER
+
+    evaluated = Trajectory(
+        recorded_by="eval",
+        model="tiny",
+        task=TaskRef(split="eval", index=0, id="lend-a-book", toolset="catalog"),
+        turns=[
+            TurnRecord(turn=1, prompt="I would like a book.", reply="Which one?"),
+            TurnRecord(turn=2, prompt="Dune, please.", prompt_by="simulated user", reply="Lent."),
+        ],
+        score=1.0,
+        outcome=OutcomeRecord(kind="scored", reason=TASK_OVER),
+        timings=Timings(deploy_s=0.25, total_s=1.5),
+    )
+    write_folder(tmp_path, [evaluated])
+    with ViewServer(tmp_path) as view:
+        browser.get(f"{view.url}#/episode/{evaluated.id}")
+        wait_for(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "#episode-view .timings"))
+        page = browser.find_element(By.ID, "episode-view")
+
+        reason = page.find_element(By.CSS_SELECTOR, ".reason")
+        who = [
+            m.find_element(By.CSS_SELECTOR, ".who").text for m in page.find_elements(By.CSS_SELECTOR, ".user")
+        ]
+        timing = page.find_element(By.CSS_SELECTOR, ".timings").text
+
+        assert reason.text == TASK_OVER
+        assert reason.value_of_css_property("color") == page.value_of_css_property("color")
+        assert who == ["user", "user (simulated)"]
+        assert "deploy 0.250 s" in timing and "verify not measured by eval" in timing
+        assert "teardown not measured by eval" in timing and "total 1.500 s" in timing
