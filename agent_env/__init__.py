@@ -20,12 +20,15 @@ if _typing.TYPE_CHECKING:
     from agent_env.episode import Episode as Episode, EpisodeState as EpisodeState, TurnResult as TurnResult
     from agent_env.errors import (
         AgentEnvError as AgentEnvError,
+        ArgumentError as ArgumentError,
+        ArgumentTypeError as ArgumentTypeError,
         BundleError as BundleError,
         EpisodeError as EpisodeError,
         ErrorCode as ErrorCode,
         Problem as Problem,
         SandboxUnavailableError as SandboxUnavailableError,
         SplitNotFoundError as SplitNotFoundError,
+        StateError as StateError,
         TaskIndexError as TaskIndexError,
         ToolDefinitionError as ToolDefinitionError,
     )
@@ -109,12 +112,15 @@ else:
             "agent_env.episode": ["Episode", "EpisodeState", "TurnResult"],
             "agent_env.errors": [
                 "AgentEnvError",
+                "ArgumentError",
+                "ArgumentTypeError",
                 "BundleError",
                 "EpisodeError",
                 "ErrorCode",
                 "Problem",
                 "SandboxUnavailableError",
                 "SplitNotFoundError",
+                "StateError",
                 "TaskIndexError",
                 "ToolDefinitionError",
             ],

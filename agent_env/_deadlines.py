@@ -16,6 +16,8 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
+from agent_env._errors import StateError
+
 TICK_S = 0.01
 """How often the watchdog looks at the calls it watches: the most a deadline can be late."""
 
@@ -47,7 +49,7 @@ class Deadline:
     async def __aenter__(self) -> Deadline:
         task = asyncio.current_task()
         if task is None:
-            raise RuntimeError("a Deadline must be entered in a task")
+            raise StateError("a Deadline must be entered in a task")
         self._task, self._cancelling = task, task.cancelling()
         if self._timeout_s is not None or self._on_long is not None:
             loop = asyncio.get_running_loop()

@@ -36,3 +36,16 @@ class AgentEnvError(Exception):
 
     def __str__(self) -> str:
         return f"{self.message} (code: {self.code})" if self._shows_code else self.message
+
+
+class ArgumentError(AgentEnvError, ValueError):
+    """An argument a caller gave that cannot be used: the message says what to give instead."""
+
+
+class ArgumentTypeError(AgentEnvError, TypeError):
+    """An argument, or a use, of a type that cannot be taken: the message says what can."""
+
+
+class StateError(AgentEnvError, RuntimeError):
+    """A call on something that cannot take it now (closed, torn down, stopped, not yet entered): the
+    message says what to do."""

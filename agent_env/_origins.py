@@ -22,6 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from agent_env._errors import ArgumentError
+
 ALLOWED_HOSTS_VARIABLE = "AGENTENV_ALLOWED_HOSTS"
 """Comma-separated host names a server answers besides loopback and IP literals, when none are passed."""
 
@@ -58,7 +60,7 @@ class AllowedHosts:
             if not name:
                 continue
             if name != ANY_HOST and (any(c in name for c in "/:[]@ *") or not name.isascii()):
-                raise ValueError(
+                raise ArgumentError(
                     f"an allowed host is a bare name such as agent-env.example (no scheme, port or "
                     f"path), or {ANY_HOST} for any; got {raw!r}: check --allow-host or "
                     f"{ALLOWED_HOSTS_VARIABLE}"

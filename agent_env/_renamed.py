@@ -9,6 +9,8 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from agent_env._errors import ArgumentTypeError
+
 
 def warn_renamed(module: str, old: str, new: str) -> None:
     """Warn the caller (two frames up: past the `__getattr__` that was asked) that `old` is `new` now."""
@@ -35,7 +37,7 @@ def renamed_arguments(function: str, given: Mapping[str, Any], names: Mapping[st
     each warned about; any other is the TypeError Python would raise."""
     unknown = sorted(set(given) - set(names))
     if unknown:
-        raise TypeError(f"{function}() got an unexpected keyword argument '{unknown[0]}'")
+        raise ArgumentTypeError(f"{function}() got an unexpected keyword argument '{unknown[0]}'")
     for old in given:
         new = names[old]
         warnings.warn(

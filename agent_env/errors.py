@@ -8,6 +8,9 @@
       BundleError                     a bundle that cannot be loaded: every problem, at once
       SplitNotFoundError (KeyError), TaskIndexError (IndexError)  a bundle's task that is not there
       ToolDefinitionError, EnvDefinitionError, SandboxUnavailableError (RuntimeError)
+      ArgumentError (ValueError), ArgumentTypeError (TypeError)  an argument a caller gave that
+                                      cannot be used; StateError (RuntimeError): a call on something
+                                      closed, torn down or stopped. No module raises a bare built-in.
       (and each area's own: the trainer's, eval's, MCP's, the viewer's, ...)
 
 `ErrorCode` is every code an error observation can carry, with what it means and whether it ends
@@ -25,7 +28,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent_env._errors import AgentEnvError as AgentEnvError  # its home is a leaf: see there
+from agent_env._errors import (  # their home is a leaf: see there
+    AgentEnvError as AgentEnvError,
+    ArgumentError as ArgumentError,
+    ArgumentTypeError as ArgumentTypeError,
+    StateError as StateError,
+)
 
 
 class ErrorCode(enum.StrEnum):

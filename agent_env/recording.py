@@ -30,6 +30,7 @@ from typing import IO, Any, Literal
 
 from pydantic import ValidationError
 
+from agent_env._errors import ArgumentError
 from agent_env._regular_files import NotReadError, jsonl_names, look, open_folder, open_text
 from agent_env._unicode import NOT_UNICODE, invalid_text
 from agent_env.errors import validation_problems
@@ -103,7 +104,7 @@ class TrajectoryRecorder:
         self, folder: str | Path, *, max_mb: float = DEFAULT_MAX_MB, redaction: Redaction = Redaction()
     ) -> None:
         if max_mb <= 0:
-            raise ValueError(f"max_mb must be > 0, got {max_mb!r}")
+            raise ArgumentError(f"max_mb must be > 0, got {max_mb!r}")
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.max_bytes = int(max_mb * 1024 * 1024)

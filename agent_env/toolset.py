@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from agent_env._errors import ArgumentError
 from agent_env.env import EnvSpec
 from agent_env.mcp.spec import McpEnvSpec
 from agent_env.mcp.tools import McpTool
@@ -102,7 +103,7 @@ class Toolset:
         listed = dataclasses.replace(self, envs=envs)
         problems = listed._listing_problems()
         if problems:
-            raise ValueError("; ".join(problems))
+            raise ArgumentError("; ".join(problems))
         return listed
 
     def _listing_problems(self) -> list[str]:

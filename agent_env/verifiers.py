@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias, 
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agent_env._errors import ArgumentError
 from agent_env._threads import call_maybe_async
 from agent_env.errors import EpisodeError, ErrorCode
 from agent_env.sandbox.base import CommandResult
@@ -71,12 +72,12 @@ class ReplyCheck(_Check):
     def _exactly_one_test(self) -> ReplyCheck:
         given = [name for name in ("equals", "contains", "matches") if getattr(self, name) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of 'equals', 'contains' or 'matches'")
+            raise ArgumentError("give exactly one of 'equals', 'contains' or 'matches'")
         if self.matches is not None:
             try:
                 re.compile(self.matches)
             except re.error as exc:
-                raise ValueError(f"'matches' is not a valid regular expression: {exc}") from exc
+                raise ArgumentError(f"'matches' is not a valid regular expression: {exc}") from exc
         return self
 
 

@@ -10,6 +10,8 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
+from agent_env._errors import ArgumentError
+
 TOKEN_VARIABLE = "AGENTENV_TOKEN"  # agent_env.openenv.tokens' name, which the core cannot import
 
 
@@ -46,10 +48,10 @@ def token_of(args: argparse.Namespace, err: TextIO) -> str | None:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(
+        raise ArgumentError(
             f"cannot read the token file {path}: {exc}; give a readable file or set {TOKEN_VARIABLE}"
         ) from None
     token = lines[0].strip() if lines else ""
     if not token:
-        raise ValueError(f"the token file {path} is empty: write the token on its first line")
+        raise ArgumentError(f"the token file {path} is empty: write the token on its first line")
     return token

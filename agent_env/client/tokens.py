@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+from agent_env._errors import ArgumentError
+
 TOKEN_VARIABLE = "AGENTENV_TOKEN"
 """The token server and client use when none is passed."""
 
@@ -18,7 +20,7 @@ def resolve_token(token: str | None = None) -> str | None:
     if not chosen:
         return None
     if chosen != chosen.strip() or any(ord(c) < 0x21 or ord(c) > 0x7E for c in chosen):
-        raise ValueError(
+        raise ArgumentError(
             f"a token must be printable ASCII without spaces (it travels in an HTTP header); check "
             f"--token or {TOKEN_VARIABLE}"
         )

@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from agent_env._errors import ArgumentError
+
 Request = TypeVar("Request")
 Answer = TypeVar("Answer")
 
@@ -39,7 +41,7 @@ class Gatherer(Generic[Request, Answer]):
         self, run: Callable[[list[Request]], list[Answer]], size: int, wait_s: float = GATHER_WAIT_S
     ) -> None:
         if size < 1:
-            raise ValueError(f"batch must be >= 1 (the requests one generation answers), got {size}")
+            raise ArgumentError(f"batch must be >= 1 (the requests one generation answers), got {size}")
         self._run, self._size, self._wait_s = run, size, wait_s
         self._changed = threading.Condition()
         self._queue: list[_Pending[Request, Answer]] = []

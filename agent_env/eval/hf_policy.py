@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent_env._errors import AgentEnvError
+from agent_env._errors import AgentEnvError, ArgumentError
 from agent_env.eval._gather import Gatherer
 from agent_env.eval._require import require_local_model
 from agent_env.eval.policy import AssistantMessage, Message, PolicyError, ToolCall
@@ -56,9 +56,9 @@ class TransformersPolicy:
     ) -> None:
         require_local_model()
         if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+            raise ArgumentError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
+            raise ArgumentError(f"temperature must be >= 0, got {temperature}")
         self._generate: Gatherer[list[int], list[int]] = Gatherer(self._generate_batch, batch)
         self.model, self.tokenizer = model, tokenizer
         self.max_new_tokens, self.temperature, self.seed = max_new_tokens, temperature, seed

@@ -21,7 +21,7 @@ import os
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from agent_env._errors import AgentEnvError
+from agent_env._errors import AgentEnvError, ArgumentError
 from agent_env.eval._require import require_eval_extra
 
 require_eval_extra()
@@ -76,9 +76,9 @@ class OpenAIPolicy:
         max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> None:
         if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+            raise ArgumentError(f"max_retries must be >= 0, got {max_retries}")
         if request_timeout_s <= 0 or max_answer_bytes <= 0:
-            raise ValueError(
+            raise ArgumentError(
                 f"request_timeout_s and max_answer_bytes must be > 0, got {request_timeout_s} and "
                 f"{max_answer_bytes}"
             )

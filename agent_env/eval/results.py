@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
 
+from agent_env._errors import ArgumentError
 from agent_env._table import table
 from agent_env.eval.passk import pass_at_k
 from agent_env.trajectory import Trajectory
@@ -84,7 +85,7 @@ class EvalResult(BaseModel):
                 f"--out FOLDER`, then pass FOLDER/results.json"
             ) from None
         except ValidationError as exc:
-            raise ValueError(
+            raise ArgumentError(
                 f"{file} is not the results.json of `agent-env eval` ({exc.error_count()} problems, the "
                 f"first: {exc.errors()[0]['msg']}): pass the one `agent-env eval --out` wrote"
             ) from None

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent_env._errors import ArgumentError
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.client.tokens import resolve_token
 from agent_env.eval.play import PlaySettings, play_sample
@@ -56,7 +57,7 @@ def evaluate(
 ) -> EvalResult:
     """Play each task of `split` `samples` times with `policy`; the result, per task and in total."""
     if samples < 1 or concurrency < 1:
-        raise ValueError(f"samples and concurrency must be >= 1, got {samples} and {concurrency}")
+        raise ArgumentError(f"samples and concurrency must be >= 1, got {samples} and {concurrency}")
     token = resolve_token(token)
     settings = settings or PlaySettings()
     with _Target(target, token, concurrency) as served:

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agent_env._errors import ArgumentError
 from agent_env.names import IDENTIFIER
 
 SEED_VARIABLE = "AGENT_ENV_SEED"
@@ -79,17 +80,17 @@ class McpServerConfig(BaseModel):
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
         if (self.command is None) == (self.url is None):
-            raise ValueError(
+            raise ArgumentError(
                 "give either 'command' (a server started per episode, over stdio) or 'url' (a server "
                 "reached over streamable HTTP), not both and not neither"
             )
         transport_fields = ("args", "env", "cwd") if self.url is not None else ("headers",)
         if stray := [name for name in transport_fields if name in self.model_fields_set]:
             other = "'command'" if self.url is not None else "'url'"
-            raise ValueError(f"{', '.join(stray)} only go with {other}; remove them")
+            raise ArgumentError(f"{', '.join(stray)} only go with {other}; remove them")
         for given, agent_name in self.rename.items():
             if not IDENTIFIER.match(agent_name):
-                raise ValueError(
+                raise ArgumentError(
                     f"rename maps '{given}' to '{agent_name}', which must match {IDENTIFIER.pattern}"
                 )
         return self

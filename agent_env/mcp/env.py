@@ -22,7 +22,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from agent_env._errors import AgentEnvError
+from agent_env._errors import AgentEnvError, StateError
 from agent_env.mcp._require import require_mcp_extra
 
 require_mcp_extra()
@@ -136,7 +136,7 @@ class McpEnv:
         except RuntimeError:
             running = None
         if running is self._loop:
-            raise RuntimeError(
+            raise StateError(
                 f"context.envs['{self.name}'].call(...) blocks: in an async function, await "
                 f"context.envs['{self.name}'].acall(...) instead"
             )

@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute, WebSocketRoute
 
 import agent_env
+from agent_env._errors import ArgumentError, StateError
 from agent_env._origins import AllowedHosts
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.openenv.auth import OwnHostsOnly, RequireToken
@@ -301,7 +302,7 @@ def _refuse_attaching(app: FastAPI) -> None:
                 dependency_overrides_provider=app,
             )
             return
-    raise RuntimeError("OpenEnv registered no /ws route: this OpenEnv is not the 0.10 agent_env serves on")
+    raise StateError("OpenEnv registered no /ws route: this OpenEnv is not the 0.10 agent_env serves on")
 
 
 def _serve_only_listed(app: FastAPI) -> None:
@@ -338,7 +339,9 @@ def resolve_max_concurrent_envs(max_concurrent_envs: int | None = None) -> int:
             or not isinstance(max_concurrent_envs, int)
             or max_concurrent_envs < 1
         ):
-            raise ValueError(f"max_concurrent_envs must be a positive integer, got {max_concurrent_envs!r}")
+            raise ArgumentError(
+                f"max_concurrent_envs must be a positive integer, got {max_concurrent_envs!r}"
+            )
         return max_concurrent_envs
     raw = os.environ.get(CAPACITY_VARIABLE)
     if raw is None or not raw.strip():
@@ -348,7 +351,7 @@ def resolve_max_concurrent_envs(max_concurrent_envs: int | None = None) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise ValueError(
+        raise ArgumentError(
             f"{CAPACITY_VARIABLE} must be a positive integer, got {raw!r}: set it to, say, "
             f"{DEFAULT_MAX_CONCURRENT_ENVS}, or pass max_concurrent_envs="
         )

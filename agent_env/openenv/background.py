@@ -11,6 +11,8 @@ from typing import Any
 import uvicorn
 from starlette.types import ASGIApp
 
+from agent_env._errors import StateError
+
 _STARTED_POLL_S = 0.01
 
 
@@ -52,7 +54,7 @@ class BackgroundServer:
         deadline = time.monotonic() + timeout_s
         while not self.server.started:
             if not self._thread.is_alive():
-                raise RuntimeError(f"the server on {self.url} stopped while starting: see its log above")
+                raise StateError(f"the server on {self.url} stopped while starting: see its log above")
             if time.monotonic() > deadline:
                 self.stop()
                 raise TimeoutError(f"the server on {self.url} did not start within {timeout_s:g} s")

@@ -19,6 +19,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
 import agent_env
+from agent_env._errors import StateError
 from agent_env.errors import ErrorCode
 from agent_env.openenv.context import ServerContext, TaskLookupError
 from agent_env.openenv.session import EpisodeSession
@@ -63,10 +64,10 @@ class AgentEnvEnvironment(Environment[AgentEnvAction, AgentEnvObservation, Agent
         return await self._session.step(action)
 
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> NoReturn:
-        raise RuntimeError("AgentEnvEnvironment is asynchronous: OpenEnv's server calls reset_async")
+        raise StateError("AgentEnvEnvironment is asynchronous: OpenEnv's server calls reset_async")
 
     def step(self, action: AgentEnvAction, timeout_s: float | None = None, **kwargs: Any) -> NoReturn:
-        raise RuntimeError("AgentEnvEnvironment is asynchronous: OpenEnv's server calls step_async")
+        raise StateError("AgentEnvEnvironment is asynchronous: OpenEnv's server calls step_async")
 
     @property
     def state(self) -> AgentEnvState:

@@ -16,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from agent_env._errors import ArgumentError
 from agent_env._unicode import NOT_UNICODE, invalid_text, valid_text
 from agent_env.episode import Episode, EpisodeState
 from agent_env.errors import AgentEnvError, EpisodeError, ErrorCode, validation_problems
@@ -58,7 +59,7 @@ class _ResetRequest(BaseModel):
     @classmethod
     def _no_seed(cls, seed: Any) -> None:
         if seed is not None:
-            raise ValueError("seed is not taken: a task's own data seeds its episode; leave it out")
+            raise ArgumentError("seed is not taken: a task's own data seeds its episode; leave it out")
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from agent_env._errors import StateError
 from agent_env._private.docker_attach import output_chunks, raw_socket
 from agent_env._threads import run_sync
 from agent_env.errors import SandboxUnavailableError
@@ -89,7 +90,7 @@ class DockerSandbox:
         """Start the shell, if it is not running, and make sure it answers: an error if the container died."""
         answer = await self.run(":", timeout_s=_CHECK_TIMEOUT_S, max_output_bytes=_PAGE)
         if answer.exit_code != 0:
-            raise RuntimeError(
+            raise StateError(
                 f"the sandbox container {self.id[:12]} does not answer: {answer.render(_CHECK_TIMEOUT_S)}"
             )
 
@@ -114,7 +115,7 @@ class DockerSandbox:
         else:
             exit_code, output = await run_sync(_unpack_by_exec, self.container, archive)
         if exit_code != 0:
-            raise RuntimeError(
+            raise StateError(
                 f"the sandbox could not unpack the task's files into {WORK_FOLDER} with tar (exit "
                 f"{exit_code}: {output.strip()!r}): use an image that has tar and base64, and a work_mb "
                 "that holds the files"
@@ -245,7 +246,7 @@ class DockerSandboxProvider:
         """An error, saying what to raise, if `files` do not fit in the work folder."""
         needed, room = _footprint(files), self.settings.work_mb * 2**20
         if needed > room:
-            raise RuntimeError(
+            raise StateError(
                 f"the task's files take {needed / 2**20:.1f} MiB in the work folder, which holds "
                 f"{self.settings.work_mb} MiB: raise [sandbox] work_mb in bundle.toml"
             )

@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from agent_env._errors import ArgumentError
 from agent_env._processes import exit_watch, kill_group, kill_session, ready, reap
 from agent_env._threads import run_sync
 from agent_env.sandbox.base import CommandResult
@@ -157,7 +158,7 @@ class LocalSandboxProvider:
             for relative, content in files.items():
                 target = (root / relative).resolve()
                 if not target.is_relative_to(root) or target == root:
-                    raise ValueError(f"sandbox file '{relative}' leaves the sandbox folder")
+                    raise ArgumentError(f"sandbox file '{relative}' leaves the sandbox folder")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(content)
         except BaseException:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, Field
 
+from agent_env._errors import ArgumentError
 from agent_env.sandbox.docker import DockerSandbox, DockerSandboxProvider
 
 _STARTING = 2
@@ -50,7 +51,7 @@ class WarmPool:
 
     def __init__(self, provider: DockerSandboxProvider, size: int) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"a warm pool holds a whole number of containers, 1 or more, got {size!r}")
+            raise ArgumentError(f"a warm pool holds a whole number of containers, 1 or more, got {size!r}")
         self.provider = provider
         self.size = size
         self._ready: collections.deque[DockerSandbox] = collections.deque()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+from agent_env._errors import ArgumentError
 from agent_env.sandbox.base import SandboxProvider
 from agent_env.sandbox.config import SandboxConfig
 from agent_env.sandbox.local import LocalSandboxProvider
@@ -23,7 +24,7 @@ def sandbox_provider(name: str | SandboxProvider, settings: SandboxConfig | None
         return LocalSandboxProvider(isolation=chosen.isolation, max_file_mb=chosen.work_mb)
     if name == "docker":
         return _docker_provider(settings or SandboxConfig(provider="docker"))
-    raise ValueError(f"unknown sandbox provider '{name}'; choose one of: {', '.join(PROVIDERS)}")
+    raise ArgumentError(f"unknown sandbox provider '{name}'; choose one of: {', '.join(PROVIDERS)}")
 
 
 def server_provider(
@@ -36,7 +37,7 @@ def server_provider(
     bundle made for Docker may be served with the local sandbox.
     """
     if warm is not None and (isinstance(warm, bool) or not isinstance(warm, int) or warm < 0):
-        raise ValueError(f"--warm is a number of containers, 0 or more, got {warm!r}")
+        raise ArgumentError(f"--warm is a number of containers, 0 or more, got {warm!r}")
     chosen = settings or SandboxConfig()
     provider = sandbox_provider(name, settings)
     size = warm if warm is not None else chosen.warm
@@ -47,7 +48,7 @@ def server_provider(
     if not isinstance(provider, DockerSandboxProvider):
         if warm is None:
             return provider
-        raise ValueError(
+        raise ArgumentError(
             f"a warm pool (--warm {warm}) is for the docker sandbox, and this server's is "
             f"'{provider.name}': add --sandbox docker, or leave --warm out"
         )

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from agent_env._errors import AgentEnvError
+from agent_env._errors import AgentEnvError, StateError
 from agent_env.sandbox.base import KILL_MARGIN_S, CappedOutput, CommandResult
 
 DRIVER = r"""
@@ -186,7 +186,7 @@ class ShellSlot(Generic[_R]):
     async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
         async with self._lock:
             if self.closed:
-                raise RuntimeError("the sandbox has been torn down")
+                raise StateError("the sandbox has been torn down")
             if self.running is None:
                 self.running = await self._start()
             running = self.running

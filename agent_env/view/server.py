@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Self, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from agent_env._errors import ArgumentError
 from agent_env._origins import names_loopback
 from agent_env.view import api
 from agent_env.view.folder import TrajectoryFolder
@@ -59,7 +60,7 @@ class ViewServer:
         self, where: str | Path, *, host: str = "127.0.0.1", port: int = 0, remote: bool = False
     ) -> None:
         if not remote and not is_loopback(host):
-            raise ValueError(
+            raise ArgumentError(
                 f"{host} is not a loopback address: the viewer serves only this machine unless "
                 "asked to serve beyond it (remote=True; `agent-env view --host` on the command line)"
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
 import re
@@ -67,6 +68,57 @@ def test_every_error_the_library_defines_derives_from_agent_env_error() -> None:
 
     assert len(defined) > 30
     assert offenders == [], f"not AgentEnvErrors: {', '.join(offenders)}"
+
+
+BARE_ERRORS = {
+    "Exception",
+    "ValueError",
+    "TypeError",
+    "RuntimeError",
+    "KeyError",
+    "IndexError",
+    "LookupError",
+}
+"""The built-in errors the library never raises bare: it raises `ArgumentError` (a ValueError),
+`ArgumentTypeError` (a TypeError), `StateError` (a RuntimeError) or its own. Built-ins that are a
+protocol stay: AttributeError from a module's `__getattr__`, NotImplementedError from a base's method,
+ImportError for a missing extra (at import), and what the operating system or a deadline says
+(FileNotFoundError, ProcessLookupError, TimeoutError), which callers catch by those names."""
+
+
+def bare_built_in_raises(package: Path) -> list[str]:
+    """Each `raise X(...)` (or `raise X`) in `package` whose X is one of BARE_ERRORS, as `file:line X`."""
+    found = []
+    for file in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            raised = node.exc if isinstance(node, ast.Raise) else None
+            called = raised.func if isinstance(raised, ast.Call) else raised
+            if isinstance(called, ast.Name) and called.id in BARE_ERRORS:
+                found.append(f"{file.relative_to(package.parent)}:{node.lineno} {called.id}")
+    return found
+
+
+def test_no_module_raises_a_bare_built_in_error_so_except_agent_env_error_catches_them_all() -> None:
+    assert bare_built_in_raises(Path(agent_env.__file__).parent) == []
+
+
+def test_a_bare_built_in_raise_is_found_however_it_is_written(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "a.py").write_text(
+        "def f(x):\n    if x:\n        raise ValueError('no')\n    raise KeyError\n"
+    )
+    (package / "b.py").write_text("from pkg.errors import Mine\n\ndef g():\n    raise Mine('fine')\n")
+
+    assert sorted(bare_built_in_raises(package)) == ["pkg/a.py:3 ValueError", "pkg/a.py:4 KeyError"]
+
+
+def test_an_argument_error_is_both_an_agent_env_error_and_the_value_error_callers_catch() -> None:
+    with pytest.raises(AgentEnvError) as caught:
+        agent_env.sandbox_provider("dokcer")
+
+    assert isinstance(caught.value, ValueError) and isinstance(caught.value, agent_env.ArgumentError)
+    assert str(caught.value).startswith("unknown sandbox provider 'dokcer'; choose one of: local")
 
 
 def test_except_agent_env_error_catches_a_broken_bundle_still_a_bundle_error(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from agent_env._errors import ArgumentError, StateError
 from agent_env._private.threading_exit import at_exit
 from agent_env._renamed import renamed_arguments
 from agent_env.client.deadlines import Deadlines
@@ -138,7 +139,7 @@ class AgentEnv:
             tool_timeout_s = new.get("tool_timeout_s", tool_timeout_s)
             connect_timeout_s = new.get("connect_timeout_s", connect_timeout_s)
         if label is not None and not 0 < len(label) <= MAX_LABEL_LENGTH:
-            raise ValueError(f"label must be 1 to {MAX_LABEL_LENGTH} characters, got {label!r}")
+            raise ArgumentError(f"label must be 1 to {MAX_LABEL_LENGTH} characters, got {label!r}")
         for name, seconds in [
             ("reset_timeout_s", reset_timeout_s),
             ("tool_timeout_s", tool_timeout_s),
@@ -146,7 +147,7 @@ class AgentEnv:
             *((f"tool_timeouts[{tool!r}]", s) for tool, s in (tool_timeouts or {}).items()),
         ]:
             if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 < seconds < 1e9:
-                raise ValueError(f"{name} must be a number of seconds > 0, got {seconds!r}")
+                raise ArgumentError(f"{name} must be a number of seconds > 0, got {seconds!r}")
         self.split = split
         self.reset_timeout_s = float(reset_timeout_s)
         self.tool_timeout_s = float(tool_timeout_s)
@@ -247,7 +248,7 @@ class AgentEnv:
 
         tasks = self._split_tasks(split)
         if (pass_rate is None) != (results is None):
-            raise ValueError(
+            raise ArgumentError(
                 "pass_rate and results go together: pass both (results=the results.json of "
                 f"`agent-env eval --split {split} -n K`), or neither for every task of the split"
             )
@@ -262,11 +263,11 @@ class AgentEnv:
                 )
             )
             if not chosen:
-                raise ValueError(no_task_within(split, pass_rate, results))
+                raise ArgumentError(no_task_within(split, pass_rate, results))
             tasks = [task for task in tasks if task.index in chosen]
         toolsets = self._toolsets()
         if stray := sorted({task.toolset.name for task in tasks} - set(toolsets)):
-            raise ValueError(
+            raise ArgumentError(
                 f"split '{split}' has tasks of toolsets ({', '.join(stray)}) that split '{self.split}', the "
                 f"factory's, lacks, so TRL could not run them: make AgentEnv(url, split='{split}') for them"
             )
@@ -337,7 +338,7 @@ class AgentEnv:
         """
         min_score = check_min_score(min_score)
         if foreign not in FOREIGN_CHOICES:
-            raise ValueError(f"foreign must be one of {', '.join(FOREIGN_CHOICES)}, got {foreign!r}")
+            raise ArgumentError(f"foreign must be one of {', '.join(FOREIGN_CHOICES)}, got {foreign!r}")
         sifted = sift(trajectories_of(trajectories), split, self._split_tasks(split), min_score)
         if sifted.read == 0:
             where = trajectories if isinstance(trajectories, str | Path) else "the trajectories given"
@@ -370,7 +371,7 @@ class AgentEnv:
             classes[name] = made
         tools = {tool for made in classes.values() for tool in dir(made) if not tool.startswith("_")}
         if stray := sorted(set(self.tool_timeouts) - tools):
-            raise ValueError(
+            raise ArgumentError(
                 f"tool_timeouts names tools no toolset of split '{self.split}' has: {', '.join(stray)} "
                 f"(tools: {', '.join(sorted(tools - TRAINER_METHODS))})"
             )
@@ -397,7 +398,7 @@ class AgentEnv:
 
     def _require_open(self) -> None:
         if self._held.closed:
-            raise RuntimeError(f"{self!r} is closed: make a new AgentEnv")
+            raise StateError(f"{self!r} is closed: make a new AgentEnv")
 
     def _split_tasks(self, split: str) -> list[TaskSpec]:
         self._require_open()

@@ -19,6 +19,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from agent_env._errors import ArgumentTypeError, StateError
 from agent_env._private.threading_exit import at_exit
 from agent_env.client.deadlines import Deadlines
 from agent_env.client.session import SessionClient, close_sessions
@@ -67,7 +68,7 @@ class ToolsetEnvironment(ToolMethods, metaclass=_EnvironmentClass):
     def __init__(self) -> None:
         settings: ToolsetSettings | None = getattr(type(self), "_settings", None)
         if settings is None:
-            raise TypeError("ToolsetEnvironment is a base: use the classes of AgentEnv(...).factory")
+            raise ArgumentTypeError("ToolsetEnvironment is a base: use the classes of AgentEnv(...).factory")
         fleet = fleet_of(settings.key, settings.fleet, connect_timeout_s=settings.connect_timeout_s)
         self._rollouts = Rollouts(fleet, settings.deadlines, label=settings.label)
         _track(settings.key, self)
@@ -174,7 +175,7 @@ _LIVE_LOCK = threading.Lock()
 def _track(key: str, instance: ToolsetEnvironment) -> None:
     with _LIVE_LOCK:
         if key in _CLOSED:
-            raise RuntimeError("the AgentEnv this environment class came from is closed: make a new AgentEnv")
+            raise StateError("the AgentEnv this environment class came from is closed: make a new AgentEnv")
         _LIVE.setdefault(key, weakref.WeakSet()).add(instance)
 
 

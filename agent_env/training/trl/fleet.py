@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from agent_env._errors import ArgumentError
 from agent_env.client.session import SessionClient, on_session_loop
 from agent_env.client.taskapi import TaskAPI
 from agent_env.client.tokens import bearer, resolve_token
@@ -69,32 +70,32 @@ class FleetSettings:
     ) -> FleetSettings:
         """Check what a user passed `AgentEnv`, and say how to fix it."""
         if discover is not None and discover not in DISCOVERY:
-            raise ValueError(
+            raise ArgumentError(
                 f"discover must be one of {', '.join(map(repr, DISCOVERY))} or None, got {discover!r}"
             )
         urls = (url,) if isinstance(url, str) else tuple(url)
         if not urls or not all(isinstance(each, str) and each for each in urls):
-            raise ValueError(f"AgentEnv needs a server URL or a list of them, got {url!r}")
+            raise ArgumentError(f"AgentEnv needs a server URL or a list of them, got {url!r}")
         urls = tuple(each.rstrip("/") for each in urls)
         if len(set(urls)) != len(urls):
             twice = sorted({each for each in urls if urls.count(each) > 1})
-            raise ValueError(f"the servers list {', '.join(twice)} more than once: name each server once")
+            raise ArgumentError(f"the servers list {', '.join(twice)} more than once: name each server once")
         if discover is not None and len(urls) != 1:
-            raise ValueError(
+            raise ArgumentError(
                 f"discover={discover!r} takes one URL, whose host names the servers, not {len(urls)}"
             )
         if not isinstance(token, Mapping):
             return cls(urls, discover, resolve_token(token))
         if discover is not None:
-            raise ValueError(
+            raise ArgumentError(
                 "with discover='dns' the servers are known only by address: pass one token for all, "
                 "not a dict"
             )
         tokens = {key.rstrip("/"): value for key, value in token.items()}
         if missing := [each for each in urls if each not in tokens]:
-            raise ValueError(f"token names no token for {', '.join(missing)}: give one for each server")
+            raise ArgumentError(f"token names no token for {', '.join(missing)}: give one for each server")
         if stray := sorted(set(tokens) - set(urls)):
-            raise ValueError(f"token names servers AgentEnv was not given: {', '.join(stray)}")
+            raise ArgumentError(f"token names servers AgentEnv was not given: {', '.join(stray)}")
         return cls(urls, None, None, tuple((each, _checked(tokens[each])) for each in urls))
 
     @property
@@ -113,7 +114,7 @@ class FleetSettings:
 def _checked(token: str) -> str:
     chosen = resolve_token(token)
     if chosen is None:
-        raise ValueError("a server's token is empty: give each server its token")
+        raise ArgumentError("a server's token is empty: give each server its token")
     return chosen
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_env._errors import ArgumentTypeError, StateError
 from agent_env.client.deadlines import Deadlines
 from agent_env.client.episode import ClientEpisode, EpisodeLostError, next_prompt
 from agent_env.client.loop import Answer
@@ -67,7 +68,7 @@ class Rollouts:
         split, index, prompt = _task_of(row)
         with self._lock:
             if self._closed:
-                raise RuntimeError(
+                raise StateError(
                     "this environment was closed (by AgentEnv.close() or at exit): make a new AgentEnv"
                 )
             if self._episode is not None:
@@ -195,7 +196,7 @@ class Rollouts:
 def _task_of(row: Mapping[str, Any]) -> tuple[str, int, list[dict[str, Any]] | None]:
     split, index = row.get("split"), row.get("index")
     if not isinstance(split, str) or isinstance(index, bool) or not isinstance(index, int):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"reset() needs the row's split (str) and index (int), got split={split!r}, index={index!r}: "
             "train on AgentEnv.dataset (or dataset_for(split)), whose rows carry both"
         )

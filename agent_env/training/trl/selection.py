@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from agent_env._errors import ArgumentError
 from agent_env.specs import TaskSpec
 from agent_env.training.trl.errors import EvalResultsError
 
@@ -114,9 +115,9 @@ def _bounds(pass_rate: tuple[float, float]) -> tuple[float, float]:
     try:
         low, high = (float(bound) for bound in pass_rate)
     except (TypeError, ValueError):
-        raise ValueError(f"pass_rate must be (low, high), two numbers, got {pass_rate!r}") from None
+        raise ArgumentError(f"pass_rate must be (low, high), two numbers, got {pass_rate!r}") from None
     if not 0.0 <= low <= high <= 1.0:
-        raise ValueError(f"pass_rate must be (low, high) with 0 <= low <= high <= 1, got {pass_rate!r}")
+        raise ArgumentError(f"pass_rate must be (low, high) with 0 <= low <= high <= 1, got {pass_rate!r}")
     return low, high
 
 

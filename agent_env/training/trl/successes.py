@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from agent_env._errors import ArgumentError
 from agent_env.specs import TaskSpec
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ def trajectories_of(given: str | Path | Trajectory | Iterable[Trajectory]) -> It
 
 def check_min_score(min_score: float) -> float:
     if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not 0 <= min_score <= 1:
-        raise ValueError(f"min_score must be a number from 0 to 1 (a task's score), got {min_score!r}")
+        raise ArgumentError(f"min_score must be a number from 0 to 1 (a task's score), got {min_score!r}")
     return float(min_score)
 
 
