@@ -40,9 +40,13 @@ while IFS= read -r nonce && IFS= read -r size && IFS= read -r -N "$size" command
   wait "$pid"
   status=$?
   if [ "$mode" = all ]; then
-    # Again until none is left and the init reaped them: a process forked while a kill went round
-    # (a fork bomb's) is caught by the next.
-    for ((tries = 0; tries < 5000; tries++)); do kill -9 -1 || break; done
+    # The command is this shell's own child: killed, it is reaped here (a wait ended by the host's
+    # USR1 left it running). The rest, the init's now, again until none is left and the init reaped
+    # them: a process forked while a kill went round (a fork bomb's) is caught by the next.
+    end=$((SECONDS + 3))
+    kill -9 -1
+    wait "$pid"
+    while kill -9 -1; do ((SECONDS < end)) || break; done
   else
     kill -9 -- "-$pid"
   fi
@@ -52,8 +56,8 @@ done
 """bash, run as `bash -c DRIVER agent-env-shell MODE [FILE_KIB]`. MODE `group` (a shell among the
 host's processes) runs each command as a process group of its own and kills that group after it;
 `all` (a shell alone in a process namespace or a container) kills every process but itself and
-pid 1, again and again until they are gone (reaped, a few thousand kills at most: one forked while
-a kill went round is caught by the next), and only then answers, so the next command never sees
+pid 1, again and again until they are gone (reaped, for up to 2 to 3 seconds: one forked while a
+kill went round is caught by the next), and only then answers, so the next command never sees
 one of them dying. FILE_KIB, if given, caps the size of each file a command writes
 (`ulimit -f`)."""
 
