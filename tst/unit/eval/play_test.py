@@ -14,11 +14,17 @@ from agent_env.eval import AssistantMessage, Message, PlaySettings, ScriptedPoli
 from agent_env.openenv import build_served_app
 from agent_env.specs import ScriptedCall, ScriptedTurn, Solution
 from agent_env.testing import FakeTask, fake_served
+from tst.support.bundles import a_task, make_bundle
 from tst.support.frames import NoOpenTurnInstead, RecordFrames
 from tst.support.serving import Serve
 from tst.support.tools import add_crate, list_crates
 
 pytestmark = pytest.mark.needs("eval_installed")
+
+SHELVING_READER = """
+def reader(context, title):
+    return None if title in context.envs["shelf"].books else f"{title}, please."
+"""
 
 
 def test_each_tool_call_is_sent_with_the_deadline_its_tool_lists_else_with_tool_timeout_s(
@@ -84,9 +90,11 @@ def test_a_turn_a_simulated_user_wrote_is_recorded_as_the_simulated_user_s(
     serve: Serve, tmp_path: Path
 ) -> None:
     from agent_env.openenv import build_app
-    from tst.unit.users.spec_test import READER, shelf_bundle
 
-    url = serve(build_app(shelf_bundle(tmp_path / "shelf", READER))).url
+    reader = {"function": "reader", "args": {"title": "Dune"}, "max_turns": 3}
+    task = a_task(id="t1", turns=["I would like a book shelved."], user=reader)
+    root = make_bundle(tmp_path / "shelf", tasks={"train": [task]}, files={"users.py": SHELVING_READER})
+    url = serve(build_app(root)).url
     script = Solution(
         id="t1",
         turns=[
@@ -96,9 +104,9 @@ def test_a_turn_a_simulated_user_wrote_is_recorded_as_the_simulated_user_s(
             ),
         ],
     )
-    task = TaskAPI(url).tasks("train")[0]
+    spec = TaskAPI(url).tasks("train")[0]
 
-    played = play_sample(url, task, ScriptedPolicy(script), model=None)
+    played = play_sample(url, spec, ScriptedPolicy(script), model=None)
 
     assert played.score == 1.0
     assert [(turn.prompt, turn.prompt_by) for turn in played.turns] == [
