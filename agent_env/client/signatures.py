@@ -176,7 +176,8 @@ def bind_arguments(signature: ToolSignature) -> Callable[..., dict[str, Any]]:
     """A checker of a call's keyword arguments, raising TypeError as a real function would.
 
     A call that names only known parameters and every required one is taken as it is; any other is
-    bound to the full signature, which raises the very TypeError Python would.
+    bound to the full signature, whose TypeError goes to the model as the tool's error, named by the
+    tool it called (`pack() got an unexpected keyword argument 'colour'`), as `end_turn`'s is.
     """
     full = signature.signature
     known = frozenset(parameter.name for parameter in signature.parameters)
@@ -184,7 +185,10 @@ def bind_arguments(signature: ToolSignature) -> Callable[..., dict[str, Any]]:
 
     def bind(receiver: object, /, **arguments: Any) -> dict[str, Any]:
         if not (required <= arguments.keys() <= known):
-            full.bind(receiver, **arguments)
+            try:
+                full.bind(receiver, **arguments)
+            except TypeError as wrong:
+                raise TypeError(f"{signature.name}() {wrong}") from None
         return arguments
 
     return bind

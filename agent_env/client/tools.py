@@ -38,6 +38,8 @@ class ToolMethods:
         answer: str = self._end_turn(reply)
         return answer
 
+    end_turn.__qualname__ = END_TURN  # Python names a call's TypeError by it: the model sees the tool's name
+
     def _end_turn(self, reply: str) -> str:
         raise NotImplementedError("a toolset's class plays its episodes")
 

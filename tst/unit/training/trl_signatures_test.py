@@ -20,6 +20,7 @@ from agent_env.tools import Tool
 from agent_env.training.trl import FleetSettings, ToolsetSettings, UnsupportedToolError
 from agent_env.training.trl.classes import environment_class
 from tst.support.wharf import WHARF
+from tst.unit.training._trl import trl_tools
 
 pytestmark = pytest.mark.needs("trl_installed")
 
@@ -161,10 +162,19 @@ def test_end_turn_renders_as_a_tool_with_an_optional_reply() -> None:
 def test_a_tool_method_checks_its_arguments_as_a_python_function_would() -> None:
     environment = toolset_class([Tool.from_function(paint).schema])()
 
-    with pytest.raises(TypeError, match="missing a required argument: 'crates'"):
+    with pytest.raises(TypeError, match=r"^paint\(\) missing a required argument: 'crates'$"):
         environment.paint(counts={}, color="red", pair=[1, "a"], label=1)
-    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+    with pytest.raises(TypeError, match=r"^paint\(\) got an unexpected keyword argument 'colour'$"):
         environment.paint(crates=[], counts={}, color="red", colour="red", pair=[1, "a"], label=1)
+
+
+def test_a_call_with_wrong_arguments_is_an_error_naming_the_called_tool_and_no_python_class() -> None:
+    tools = trl_tools(toolset_class([Tool.from_function(paint).schema])())
+
+    for name, wrong in (("end_turn", {"reply": "Done.", "box": "A10"}), ("paint", {"colour": "red"})):
+        with pytest.raises(TypeError) as raised:
+            tools[name](**wrong)
+        assert str(raised.value).startswith(f"{name}() "), str(raised.value)
 
 
 def _tool(parameters: dict[str, Any], *, name: str = "pack", description: str = "Pack it.") -> dict[str, Any]:
