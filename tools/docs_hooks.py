@@ -76,9 +76,7 @@ def defining_module(package: Any, name: str) -> str:
 def api_reference(package_name: str) -> str:
     """A `:::` entry per exported name, in the order of the package's `__all__`."""
     package = importlib.import_module(package_name)
-    return "\n\n".join(
-        f"::: {defining_module(package, name)}.{name}" for name in package.__all__
-    )
+    return "\n\n".join(f"::: {defining_module(package, name)}.{name}" for name in package.__all__)
 
 
 def site_link(target: str, page_dir: str) -> str | None:
