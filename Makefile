@@ -22,7 +22,7 @@ UPGRADE ?= --upgrade
 CORE_VENV ?= .venv-core
 CORE_PYTHON := $(abspath $(CORE_VENV))/bin/python
 
-.PHONY: install installed lock notices trajectory-schema viewer-screenshot chromium test unit test-core integration dist-test reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
+.PHONY: install installed lock notices trajectory-schema viewer-screenshot docs docs-screenshot chromium test unit test-core integration dist-test reliability trl-test lint format demo replay sandbox-image docker-engine bench bench-quick
 
 # The virtualenv is made only when PYTHON is its interpreter.
 OWN_VENV := $(filter $(VENV_PYTHON),$(PYTHON))
@@ -70,6 +70,17 @@ viewer-screenshot: installed
 
 chromium:
 	bash tst/util/chromium.sh install
+
+# The documentation site (mkdocs.yml, docs/) into site/ (DOCS_OUT=... elsewhere): --strict, so a broken
+# link or anchor, a page left out of the nav or an API name that does not exist fails it; offline (no
+# web font, no script from elsewhere). The CLI's and the Python API's pages come from the code itself.
+docs: installed
+	NO_MKDOCS_2_WARNING=1 $(PYTHON) -m mkdocs build --strict --site-dir $${DOCS_OUT:-site}
+
+# docs/site.png, the site's home page in headless Chromium (the site's page test; make chromium).
+docs-screenshot: installed
+	AGENT_ENV_REQUIRE=chromium AGENT_ENV_DOCS_SCREENSHOT=docs/site.png $(PYTHON) -m pytest -q -p no:cacheprovider \
+		tst/unit/documentation/site_test.py -k home_page
 
 # The unit tier, the integration tier (its tests skip, with their declared reason, without a Docker
 # engine), then the distribution tier (the wheel and sdist built, the wheel installed into a clean

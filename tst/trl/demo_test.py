@@ -1,6 +1,7 @@
 """`make demo` (examples/demo.py) runs every stage of the loop end to end: on a small copy of the depot
 and cut to a few steps, so it checks the wiring, the tables, the plot, the pass rates and the
-trajectories, not the learning (the README quotes a full run; tst/trl/transfer_test.py the learning)."""
+trajectories, not the learning (docs/guides/training.md quotes a full run; tst/trl/transfer_test.py
+the learning)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""One error vocabulary: the codes the code raises, `ErrorCode` and the README's table are one set."""
+"""One error vocabulary: the codes the code raises, `ErrorCode` and the documented table
+(docs/reference/errors.md) are one set."""
 
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "agent_env").rglob("*.py"))
 
 
-def readme_table_codes() -> set[str]:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("| code | when | episode |") :].split("\n\n", 1)[0]
+def documented_table_codes() -> set[str]:
+    page = (ROOT / "docs" / "reference" / "errors.md").read_text(encoding="utf-8")
+    table = page[page.index("| code | when | episode |") :].split("\n\n", 1)[0]
     first_cells = [line.split("|")[1] for line in table.splitlines()[2:] if line.strip().startswith("|")]
     return {code for cell in first_cells for code in re.findall(r"`([A-Z_]+)`", cell)}
 
@@ -225,8 +226,8 @@ def test_agent_env_error_is_importable_from_the_package_and_its_module_alike() -
     assert "AgentEnvError" in agent_env.__all__
 
 
-def test_the_readme_s_table_lists_every_error_code_and_no_other():
-    assert readme_table_codes() == {code.value for code in ErrorCode}
+def test_the_error_codes_page_lists_every_error_code_and_no_other():
+    assert documented_table_codes() == {code.value for code in ErrorCode}
 
 
 @pytest.mark.needs("eval_installed")

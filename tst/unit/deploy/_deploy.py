@@ -1,5 +1,5 @@
 """deploy/'s files as its tests read them: the Dockerfile through buildkit's parser, the manifests as
-YAML, the README's section on them."""
+YAML, the documentation's page on them (docs/guides/deploying.md)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ DEPLOY = ROOT / "deploy"
 DOCKERFILE = DEPLOY / "Dockerfile"
 KUBERNETES = DEPLOY / "kubernetes"
 HEALTHCHECK = DEPLOY / "healthcheck.py"
-README = ROOT / "README.md"
-SECTION = "## Scaling out: many servers, Kubernetes"
+DEPLOYING_PAGE = ROOT / "docs" / "guides" / "deploying.md"
 KUBERNETES_VERSION = "1.30"
 INIT = ("tini", "--")
 
@@ -60,16 +59,10 @@ def port_of(url: str) -> int:
     return port
 
 
-def readme_section() -> str:
-    text = README.read_text(encoding="utf-8")
-    start = text.index(f"\n{SECTION}\n")
-    end = text.index("\n## ", start + len(SECTION))
-    return text[start:end]
-
-
-def readme_serve_command() -> list[str]:
-    """The `agent-env serve` command of the section's bash blocks: the one the image runs."""
-    blocks = re.findall(r"```bash\n(.*?)```", readme_section(), flags=re.DOTALL)
+def documented_serve_command() -> list[str]:
+    """The `agent-env serve` command of the deploying page's bash blocks: the one the image runs."""
+    text = DEPLOYING_PAGE.read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.DOTALL)
     commands = [line for block in blocks for line in block.splitlines() if line.startswith("agent-env serve")]
-    assert len(commands) == 1, f"one `agent-env serve` line in the section's bash blocks, found {commands}"
+    assert len(commands) == 1, f"one `agent-env serve` line in the page's bash blocks, found {commands}"
     return shlex.split(commands[0], comments=True)

@@ -14,7 +14,14 @@ from packaging.utils import canonicalize_name
 
 from agent_env.bundle import load_bundle
 from tools.lockfile import LOCK, locked
-from tst.unit.deploy._deploy import HEALTHCHECK, INIT, ROOT, instruction, instructions, readme_serve_command
+from tst.unit.deploy._deploy import (
+    HEALTHCHECK,
+    INIT,
+    ROOT,
+    documented_serve_command,
+    instruction,
+    instructions,
+)
 
 pytestmark = pytest.mark.needs("dev_installed")
 
@@ -63,10 +70,10 @@ def test_the_entrypoint_is_exec_form_with_tini_passing_sigterm_to_the_server():
     assert not [command for command in instructions() if command.cmd == "CMD"]
 
 
-def test_the_entrypoint_runs_exactly_the_command_the_readme_documents():
+def test_the_entrypoint_runs_exactly_the_command_the_deploying_guide_documents():
     command = list(instruction("ENTRYPOINT").value[len(INIT) :])
 
-    assert command == readme_serve_command()
+    assert command == documented_serve_command()
     assert command[:3] == ["agent-env", "serve", "/bundle"]
 
 

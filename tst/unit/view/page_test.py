@@ -14,12 +14,11 @@ import pytest
 
 from agent_env.testing import FakeTask
 from agent_env.view import ViewServer
+from tst.support.browser import headless_chromium, wait_for
 from tst.support.tools import add_crate, jam_crane, list_crates
 from tst.support.trajectories import played, write_folder
-from tst.util.capabilities import chromium_paths
 
 pytestmark = pytest.mark.needs("dev_installed", "chromium")
-WAIT_S = 15.0
 
 
 @pytest.fixture
@@ -55,27 +54,8 @@ def view(tmp_path: Path) -> Iterator[ViewServer]:
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium Manager look for a browser online
-    binary, driver_path = chromium_paths()
-    options = webdriver.ChromeOptions()
-    options.binary_location = binary
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(flag)
-    options.add_argument("--window-size=1280,1400")
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
-    try:
+    with headless_chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
-
-
-def wait_for(browser: Any, condition: Any) -> Any:
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(browser, WAIT_S).until(condition)
 
 
 def texts(browser: Any, selector: str) -> list[str]:
