@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Optional, Union
 
-from agent_env._errors import AgentEnvError
+from agent_env._errors import AgentEnvError, ArgumentTypeError
 from agent_env.names import TRAINER_METHODS, name_problem
 
 _DOCSTRING_SECTIONS = ("Args:", "Returns:", "Raises:")
@@ -188,7 +188,7 @@ def bind_arguments(signature: ToolSignature) -> Callable[..., dict[str, Any]]:
             try:
                 full.bind(receiver, **arguments)
             except TypeError as wrong:
-                raise TypeError(f"{signature.name}() {wrong}") from None
+                raise ArgumentTypeError(f"{signature.name}() {wrong}") from None
         return arguments
 
     return bind
