@@ -30,9 +30,9 @@ from agent_env.errors import ENDING_CODES, EpisodeError, ErrorCode
 from agent_env.events import (
     Deployed,
     EpisodeEvent,
+    EpisodeOutcome,
     Failed,
     Listener,
-    Outcome,
     Scored,
     ToolAnswered,
     ToolCalled,
@@ -112,7 +112,7 @@ class Episode:
         """The turn open now or last open, from 1; 0 before the deploy."""
         self.replies: list[str] = []
         self.events: list[EpisodeEvent] = []
-        self.outcome: Outcome | None = None
+        self.outcome: EpisodeOutcome | None = None
         self.started_at: float | None = None
         """When the deploy began, in seconds since the epoch."""
         self._listeners = list(listeners)
@@ -262,7 +262,7 @@ class Episode:
             score = aggregate(list(zip(scores, weights, strict=True)), self.task.aggregate)
             if self.state is EpisodeState.VERIFYING:
                 self.state = EpisodeState.SCORED
-            self._ended(Outcome("scored", score=score))
+            self._ended(EpisodeOutcome("scored", score=score))
             self._emit(Scored(score=score, verifier_scores=tuple(scores)))
             return TurnResult(done=True, turn=self.turn, score=score, verifier_scores=tuple(scores))
 
@@ -307,7 +307,7 @@ class Episode:
     def abandon(self, reason: str) -> None:
         """Give the episode up unfinished (its session reset or closed, the server shut down);
         teardown is still the caller's. An episode that already ended keeps its outcome."""
-        self._ended(Outcome("abandoned", reason=reason))
+        self._ended(EpisodeOutcome("abandoned", reason=reason))
 
     async def teardown(self) -> None:
         """Release every env instance and the sandbox; runs once, however often it is called."""
@@ -327,7 +327,7 @@ class Episode:
     async def _release(self) -> None:
         closing_from, started = self.state, time.monotonic()
         self.state = EpisodeState.TEARING_DOWN
-        self._ended(Outcome("abandoned"))
+        self._ended(EpisodeOutcome("abandoned"))
         if self._env_making is not None:
             await self._settled(self._env_making, "making an env instance")
         for name, instance in list(self._envs.items()):
@@ -416,11 +416,11 @@ class Episode:
     def _failed(self, error: EpisodeError) -> EpisodeError:
         if not self.state.ended:
             self.state = EpisodeState.FAILED
-        if self._ended(Outcome("failed", code=error.code, reason=error.message)):
+        if self._ended(EpisodeOutcome("failed", code=error.code, reason=error.message)):
             self._emit(Failed(code=error.code, message=error.message))
         return error
 
-    def _ended(self, outcome: Outcome) -> bool:
+    def _ended(self, outcome: EpisodeOutcome) -> bool:
         """Record how the episode ended, unless it already has; whether this ending counts."""
         if self.outcome is not None:
             return False
