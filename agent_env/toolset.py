@@ -221,14 +221,16 @@ class Toolset:
         return await tool.call(envs[env_name], arguments)
 
     def _unknown_tool(self, name: str, task_id: str) -> EpisodeError:
-        available = ", ".join(t["function"]["name"] for t in self.tools)
+        """The refusal of a call no tool the role may call answers: one an env has but the role may
+        not call, or one no env has (with the nearest name offered)."""
+        offered = [t["function"]["name"] for t in self.tools]
+        available = ", ".join(offered)
         if any(env.tool(name) for env in self.envs):
             return EpisodeError(
                 ErrorCode.TOOL_NOT_ALLOWED,
                 f"tool '{name}' is not available to role '{self.role}' in task "
                 f"'{task_id}' (tools: {available})",
             )
-        offered = [t["function"]["name"] for t in self.tools]
         return EpisodeError(
             ErrorCode.UNKNOWN_TOOL, f"unknown tool '{name}'{did_you_mean(name, offered)} (tools: {available})"
         )
