@@ -35,9 +35,9 @@ if _typing.TYPE_CHECKING:
     from agent_env.events import (
         Deployed as Deployed,
         EpisodeEvent as EpisodeEvent,
+        EpisodeOutcome as EpisodeOutcome,
         Failed as Failed,
         Listener as Listener,
-        Outcome as Outcome,
         Scored as Scored,
         ToolAnswered as ToolAnswered,
         ToolCalled as ToolCalled,
@@ -127,9 +127,9 @@ else:
             "agent_env.events": [
                 "Deployed",
                 "EpisodeEvent",
+                "EpisodeOutcome",
                 "Failed",
                 "Listener",
-                "Outcome",
                 "Scored",
                 "ToolAnswered",
                 "ToolCalled",
@@ -178,6 +178,7 @@ else:
         },
         eager=["__version__"],
         renamed={
+            "Outcome": "EpisodeOutcome",
             "PlayResult": "ReplayResult",
             "Script": "Solution",
             "Served": "ServedTasks",

@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from agent_env._nearest import did_you_mean
 from agent_env._threads import call_maybe_async, run_in_own_thread
 from agent_env._unicode import NOT_UNICODE, invalid_text, valid_data, valid_text
 from agent_env.contexts import UserContext, VerifierContext
@@ -31,9 +30,9 @@ from agent_env.errors import ENDING_CODES, EpisodeError, ErrorCode
 from agent_env.events import (
     Deployed,
     EpisodeEvent,
+    EpisodeOutcome,
     Failed,
     Listener,
-    Outcome,
     Scored,
     ToolAnswered,
     ToolCalled,
@@ -44,7 +43,7 @@ from agent_env.mcp.spec import McpEnvSpec
 from agent_env.sandbox.base import OnHost, Sandbox, SandboxProvider
 from agent_env.sandbox.registry import sandbox_provider
 from agent_env.task import Task
-from agent_env.toolset import BASH, AnyTool, Shell, Toolset
+from agent_env.toolset import Shell, Toolset
 from agent_env.verifiers import EnvInstance, Verifier, aggregate
 
 if TYPE_CHECKING:
@@ -113,7 +112,7 @@ class Episode:
         """The turn open now or last open, from 1; 0 before the deploy."""
         self.replies: list[str] = []
         self.events: list[EpisodeEvent] = []
-        self.outcome: Outcome | None = None
+        self.outcome: EpisodeOutcome | None = None
         self.started_at: float | None = None
         """When the deploy began, in seconds since the epoch."""
         self._listeners = list(listeners)
@@ -122,11 +121,11 @@ class Episode:
         )
         self.toolset: Toolset = task.toolset
         """The task's toolset; once deployed, with the tools its MCP envs' servers listed."""
-        self._tools: dict[str, tuple[str, AnyTool]] = {}
-        self._tool_timeouts: dict[str, float] = {}
-        self._know_tools()
+        self._tool_timeouts = task.toolset.tool_timeouts(task.sandbox_settings.command_timeout_s)
         self._envs: dict[str, EnvInstance] = {}
         self._sandbox: Sandbox | None = None
+        self._shell: Shell | None = None
+        """What bash runs in: the sandbox, with the task's limits on a command."""
         self._env_making: asyncio.Future[None] | None = None
         self._sandbox_creation: asyncio.Future[Sandbox] | None = None
         self._calls = asyncio.Lock()
@@ -149,16 +148,7 @@ class Episode:
     def tool_timeout_source(self, name: str) -> str:
         """Where a tool's own deadline comes from, and how to give it longer: what an error of a call
         cut off at it says."""
-        if name == "bash" and self.toolset.bash:
-            return "bash's own: [sandbox] command_timeout_s plus KILL_MARGIN_S, for the sandbox to answer"
-        env_name = self._tools[name][0] if name in self._tools else ""
-        if isinstance(self._env_spec(env_name), McpEnvSpec):
-            return f"MCP server '{env_name}''s: raise [mcp.{env_name}] call_timeout_s to give it longer"
-        return "the tool's own: raise its @tool(timeout_s=...) to give it longer"
-
-    def _env_spec(self, name: str) -> EnvSpec | McpEnvSpec | None:
-        """The toolset's env called `name`, or None."""
-        return next((env for env in self.toolset.envs if env.name == name), None)
+        return self.toolset.timeout_source(name)
 
     @property
     def sandbox(self) -> Sandbox | None:
@@ -202,6 +192,7 @@ class Episode:
             if self.task.needs_sandbox:
                 self._sandbox_creation = asyncio.ensure_future(self._provider.create(self.task.files))
                 self._sandbox = await asyncio.shield(self._sandbox_creation)
+                self._shell = Shell(self._sandbox, self.task.sandbox_settings)
                 self._check_alive()
             # MCP servers start last: a stdio one works in the sandbox's folder.
             servers = [env for env in envs if isinstance(env, McpEnvSpec)]
@@ -233,7 +224,10 @@ class Episode:
                 if not_unicode is not None:
                     message = f"{name}: argument '{not_unicode}' {NOT_UNICODE}"
                     raise EpisodeError(ErrorCode.INVALID_ARGUMENTS, message)
-                result = valid_text(await self._run_tool(name, arguments))
+                answer = await self.toolset.call(
+                    name, arguments, envs=self._envs, shell=self._shell, task_id=self.task.id
+                )
+                result = valid_text(answer)
             except EpisodeError as refused:
                 seconds = time.monotonic() - started
                 self._emit(
@@ -268,7 +262,7 @@ class Episode:
             score = aggregate(list(zip(scores, weights, strict=True)), self.task.aggregate)
             if self.state is EpisodeState.VERIFYING:
                 self.state = EpisodeState.SCORED
-            self._ended(Outcome("scored", score=score))
+            self._ended(EpisodeOutcome("scored", score=score))
             self._emit(Scored(score=score, verifier_scores=tuple(scores)))
             return TurnResult(done=True, turn=self.turn, score=score, verifier_scores=tuple(scores))
 
@@ -313,7 +307,7 @@ class Episode:
     def abandon(self, reason: str) -> None:
         """Give the episode up unfinished (its session reset or closed, the server shut down);
         teardown is still the caller's. An episode that already ended keeps its outcome."""
-        self._ended(Outcome("abandoned", reason=reason))
+        self._ended(EpisodeOutcome("abandoned", reason=reason))
 
     async def teardown(self) -> None:
         """Release every env instance and the sandbox; runs once, however often it is called."""
@@ -333,7 +327,7 @@ class Episode:
     async def _release(self) -> None:
         closing_from, started = self.state, time.monotonic()
         self.state = EpisodeState.TEARING_DOWN
-        self._ended(Outcome("abandoned"))
+        self._ended(EpisodeOutcome("abandoned"))
         if self._env_making is not None:
             await self._settled(self._env_making, "making an env instance")
         for name, instance in list(self._envs.items()):
@@ -403,11 +397,6 @@ class Episode:
             raise EpisodeError(
                 ErrorCode.DEPLOY_FAILED, f"task '{self.task.id}' cannot offer its MCP envs' tools: {exc}"
             ) from None
-        self._know_tools()
-
-    def _know_tools(self) -> None:
-        """Index the toolset's tools and their own deadlines (those an MCP env lists, once it did)."""
-        self._tools = {tool.name: (env.name, tool) for env, tool in self.toolset.env_tools}
         self._tool_timeouts = self.toolset.tool_timeouts(self.task.sandbox_settings.command_timeout_s)
 
     async def _make_env(self, env: EnvSpec) -> None:
@@ -418,20 +407,6 @@ class Episode:
         self._check_alive()
         await call_maybe_async(instance.setup, self.task.seed.get(env.name, {}))
 
-    async def _run_tool(self, name: str, arguments: Mapping[str, Any]) -> str:
-        if name == "bash" and self.toolset.bash:
-            return await self._bash(arguments)
-        found = self._tools.get(name)
-        if found is None:
-            raise self._unknown_tool(name)
-        env_name, tool = found
-        return await tool.call(self._envs[env_name], arguments)
-
-    async def _bash(self, arguments: Mapping[str, Any]) -> str:
-        assert self._sandbox is not None
-        answer: str = await BASH.invoke(Shell(self._sandbox, self.task.sandbox_settings), arguments)
-        return answer
-
     def _check_alive(self) -> None:
         if self.state in _RELEASING:
             raise EpisodeError(
@@ -441,11 +416,11 @@ class Episode:
     def _failed(self, error: EpisodeError) -> EpisodeError:
         if not self.state.ended:
             self.state = EpisodeState.FAILED
-        if self._ended(Outcome("failed", code=error.code, reason=error.message)):
+        if self._ended(EpisodeOutcome("failed", code=error.code, reason=error.message)):
             self._emit(Failed(code=error.code, message=error.message))
         return error
 
-    def _ended(self, outcome: Outcome) -> bool:
+    def _ended(self, outcome: EpisodeOutcome) -> bool:
         """Record how the episode ended, unless it already has; whether this ending counts."""
         if self.outcome is not None:
             return False
@@ -459,19 +434,6 @@ class Episode:
                 listener(event)
             except Exception:
                 log.exception("a listener of an episode of task '%s' raised on %s", self.task.id, event.kind)
-
-    def _unknown_tool(self, name: str) -> EpisodeError:
-        available = ", ".join(t["function"]["name"] for t in self.tools)
-        if any(env.tool(name) for env in self.toolset.envs):
-            return EpisodeError(
-                ErrorCode.TOOL_NOT_ALLOWED,
-                f"tool '{name}' is not available to role '{self.toolset.role}' in task "
-                f"'{self.task.id}' (tools: {available})",
-            )
-        offered = [t["function"]["name"] for t in self.tools]
-        return EpisodeError(
-            ErrorCode.UNKNOWN_TOOL, f"unknown tool '{name}'{did_you_mean(name, offered)} (tools: {available})"
-        )
 
 
 def _plain(arguments: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -107,8 +107,9 @@ Listener = Callable[[EpisodeEvent], None]
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """How an episode ended; the first ending counts."""
+class EpisodeOutcome:
+    """How an episode ended, as `Episode.outcome` holds it; the first ending counts. A trajectory
+    keeps it as an `OutcomeRecord`."""
 
     kind: Literal["scored", "failed", "abandoned"]
     score: float | None = None
@@ -123,3 +124,9 @@ class Outcome:
         if self.kind == "failed":
             return f"failed {self.code}: {self.reason}"
         return f"abandoned: {self.reason}" if self.reason else "abandoned"
+
+
+def __getattr__(name: str) -> Any:
+    from agent_env._renamed import old_name
+
+    return old_name(__name__, name, {"Outcome": "EpisodeOutcome"})

@@ -1,8 +1,10 @@
-"""Toolsets: exactly what the played agent can call in a task.
+"""Toolsets: exactly what the played agent can call in a task, and which env answers each call.
 
 A toolset is a value: the agent's envs, its role, the task's access changes for that role, and
 whether its turns offer bash. Tasks with equal toolsets see the same tools, so a trainer can share
 one generated class between them; its name is stable and readable because it names that class.
+An episode hands each call to its toolset (`call`): the env whose tool it is, or the sandbox's bash,
+answers it, or the agent is told why none does.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from functools import cached_property
 from typing import Any
 
 from agent_env._errors import ArgumentError
+from agent_env._nearest import did_you_mean
 from agent_env.env import EnvSpec
+from agent_env.errors import EpisodeError, ErrorCode
 from agent_env.mcp.spec import McpEnvSpec
 from agent_env.mcp.tools import McpTool
 from agent_env.names import TRAINER_METHODS
@@ -26,6 +30,7 @@ from agent_env.specs import (
     ToolsetSpec,
 )
 from agent_env.tools import Tool
+from agent_env.verifiers import EnvInstance
 
 
 @dataclass(frozen=True)
@@ -187,3 +192,59 @@ class Toolset:
     def _schemas(self) -> tuple[dict[str, Any], ...]:
         schemas = tuple(tool.schema for _, tool in self.env_tools)
         return (*schemas, BASH_TOOL) if self.bash else schemas
+
+    @cached_property
+    def _by_name(self) -> dict[str, tuple[str, AnyTool]]:
+        """Each env tool the role may call, by name, with the name of the env it belongs to."""
+        return {tool.name: (env.name, tool) for env, tool in self.env_tools}
+
+    async def call(
+        self,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        envs: Mapping[str, EnvInstance],
+        shell: Shell | None,
+        task_id: str,
+    ) -> str:
+        """Run the tool `name` with `arguments` (checked against its schema): an env's, on its instance
+        in `envs`, or bash, in `shell`'s sandbox; an EpisodeError the agent is shown for a tool the
+        role may not call or that no env has (`task_id` names the task in it)."""
+        if name == "bash" and self.bash:
+            assert shell is not None
+            answer: str = await BASH.invoke(shell, arguments)
+            return answer
+        found = self._by_name.get(name)
+        if found is None:
+            raise self._unknown_tool(name, task_id)
+        env_name, tool = found
+        return await tool.call(envs[env_name], arguments)
+
+    def _unknown_tool(self, name: str, task_id: str) -> EpisodeError:
+        """The refusal of a call no tool the role may call answers: one an env has but the role may
+        not call, or one no env has (with the nearest name offered)."""
+        offered = [t["function"]["name"] for t in self.tools]
+        available = ", ".join(offered)
+        if any(env.tool(name) for env in self.envs):
+            return EpisodeError(
+                ErrorCode.TOOL_NOT_ALLOWED,
+                f"tool '{name}' is not available to role '{self.role}' in task "
+                f"'{task_id}' (tools: {available})",
+            )
+        return EpisodeError(
+            ErrorCode.UNKNOWN_TOOL, f"unknown tool '{name}'{did_you_mean(name, offered)} (tools: {available})"
+        )
+
+    def timeout_source(self, name: str) -> str:
+        """Where a tool's own deadline comes from, and how to give it longer: what an error of a call
+        cut off at it says."""
+        if name == "bash" and self.bash:
+            return "bash's own: [sandbox] command_timeout_s plus KILL_MARGIN_S, for the sandbox to answer"
+        env_name = self._by_name[name][0] if name in self._by_name else ""
+        if isinstance(self._env(env_name), McpEnvSpec):
+            return f"MCP server '{env_name}''s: raise [mcp.{env_name}] call_timeout_s to give it longer"
+        return "the tool's own: raise its @tool(timeout_s=...) to give it longer"
+
+    def _env(self, name: str) -> AnyEnvSpec | None:
+        """The env called `name`, or None."""
+        return next((env for env in self.envs if env.name == name), None)

@@ -15,9 +15,9 @@ from agent_env import (
     Episode,
     EpisodeError,
     EpisodeEvent,
+    EpisodeOutcome,
     EpisodeState,
     Failed,
-    Outcome,
     Scored,
     ToolAnswered,
     ToolCalled,
@@ -81,7 +81,7 @@ def test_a_played_episode_emits_each_step_in_order_with_what_it_carried_and_the_
     assert [event.at for event in heard] == sorted(event.at for event in heard)
     assert (episode.state, episode.outcome, episode.score) == (
         EpisodeState.TORN_DOWN,
-        Outcome("scored", score=1.0, at=episode.outcome.at if episode.outcome else 0),
+        EpisodeOutcome("scored", score=1.0, at=episode.outcome.at if episode.outcome else 0),
         1.0,
     )
 

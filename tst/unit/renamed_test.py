@@ -21,6 +21,8 @@ import pytest
         ("agent_env.served", "serve_bundle", "served_tasks"),
         ("agent_env", "Script", "Solution"),
         ("agent_env.specs", "Script", "Solution"),
+        ("agent_env", "Outcome", "EpisodeOutcome"),
+        ("agent_env.events", "Outcome", "EpisodeOutcome"),
     ],
 )
 def test_a_renamed_name_still_answers_under_its_old_one_with_a_warning_naming_the_new(

@@ -1,5 +1,6 @@
 """Toolsets: which tools the played agent sees, and the stable names that tell toolsets apart."""
 
+import asyncio
 import functools
 from pathlib import Path
 
@@ -7,7 +8,18 @@ import pytest
 from pydantic import ValidationError
 
 import agent_env
-from agent_env import BASH_TOOL, AccessChange, Env, EnvSpec, Toolset, ToolsetSpec, tool, toolset_name
+from agent_env import (
+    BASH_TOOL,
+    AccessChange,
+    Env,
+    EnvSpec,
+    EpisodeError,
+    ErrorCode,
+    Toolset,
+    ToolsetSpec,
+    tool,
+    toolset_name,
+)
 from agent_env.sandbox.base import KILL_MARGIN_S
 
 WHARF = Path(__file__).resolve().parents[2] / "examples" / "wharf"
@@ -150,6 +162,35 @@ def test_the_bash_tool_takes_one_required_command():
     }
     assert parameters["required"] == ["command"]
     assert parameters["additionalProperties"] is False
+
+
+# Calls
+
+
+def test_a_call_is_answered_by_the_env_whose_tool_it_is_and_a_tool_the_role_may_not_call_is_refused():
+    dock = envs()["dock"].cls()
+    dock.setup({"crates": [{"crate": "C1", "bay": 2}]})
+    pantry = envs()["pantry"].cls()
+    pantry.setup({})
+    ts = toolset("dock", "pantry")
+
+    def call(name: str, arguments: dict[str, object]) -> str:
+        return asyncio.run(
+            ts.call(name, arguments, envs={"dock": dock, "pantry": pantry}, shell=None, task_id="t-1")
+        )
+
+    assert call("move_crate", {"crate": "C1", "to_bay": 5}) == "crate C1 moved to bay 5"
+    assert dock.crates["C1"]["bay"] == 5
+    with pytest.raises(EpisodeError) as refused:
+        call("remove_crate", {"crate": "C1"})
+    assert refused.value.code == ErrorCode.TOOL_NOT_ALLOWED
+    assert refused.value.message.startswith(
+        "tool 'remove_crate' is not available to role 'default' in task 't-1'"
+    )
+    with pytest.raises(EpisodeError) as unknown:
+        call("move_crates", {})
+    assert unknown.value.code == ErrorCode.UNKNOWN_TOOL
+    assert "did you mean 'move_crate'?" in unknown.value.message
 
 
 # Equality and names
