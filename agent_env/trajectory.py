@@ -76,6 +76,10 @@ class VerifierRecord(_Record):
     type: str
     weight: float
     score: float
+    components: dict[str, float] = Field(
+        default_factory=dict,
+        description="The verifier's own named rewards, when it has any (a Harbor task's reward.json).",
+    )
 
 
 class OutcomeRecord(_Record):
