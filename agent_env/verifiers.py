@@ -89,7 +89,7 @@ class FunctionCheck(_Check):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
-class TestScriptCheck(_Check):
+class ScriptCheck(_Check):
     """A task's own test script, run in its sandbox after the last turn: what it writes is the score
     (a Harbor task's tests/test.sh). Made by the loader of such tasks, never written in a task file."""
 
@@ -138,7 +138,7 @@ class Verifier:
     """A verifier of a task, ready to score: its spec and, for `function` and `test_script`, the
     function that scores (a test script's returns a `Judgement`)."""
 
-    spec: ItemsCheck | BashCheck | ReplyCheck | FunctionCheck | TestScriptCheck
+    spec: ItemsCheck | BashCheck | ReplyCheck | FunctionCheck | ScriptCheck
     function: VerifierFunction | None = field(default=None, repr=False)
 
     def where_it_raised(self, error: BaseException) -> str:
@@ -164,7 +164,7 @@ class Verifier:
 
     async def judge(self, context: ScoringContext) -> Judgement:
         """The score with its named components, if any; raises as `score` does."""
-        if isinstance(self.spec, TestScriptCheck):
+        if isinstance(self.spec, ScriptCheck):
             assert self.function is not None
             judged = await call_maybe_async(self.function, context)
             assert isinstance(judged, Judgement)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import shlex
 import tomllib
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,12 +25,12 @@ from pydantic import ValidationError
 from agent_env._digest import folder_digest
 from agent_env.errors import Problem, validation_problems
 from agent_env.harbor.config import TaskToml, resolve_env
-from agent_env.harbor.verifier import TEST_SCRIPT, TestRun
+from agent_env.harbor.verifier import TEST_SCRIPT, HarborTests
 from agent_env.sandbox.config import SandboxConfig
 from agent_env.specs import DEFAULT_ROLE, ScriptedCall, ScriptedTurn, Solution
 from agent_env.task import Agent, AgentConfig, BundleConfig, Task
 from agent_env.toolset import Toolset
-from agent_env.verifiers import TestScriptCheck, Verifier
+from agent_env.verifiers import ScriptCheck, Verifier
 
 PREFIX = "harbor:"
 """Written before a path (`harbor:tasks/`), it names Harbor task folders whatever they hold."""
@@ -56,10 +55,6 @@ _AGENT = Agent("agent", envs=(), role=DEFAULT_ROLE, bash=True)
 _SOLUTION_END = "AGENT_ENV_SOLUTION_EOF"
 
 log = logging.getLogger("agent_env.harbor")
-
-
-class HarborFieldWarning(UserWarning):
-    """A task.toml field this loader does not know (Harbor's format grows) or does not apply."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +84,8 @@ def harbor_folder(path: str | Path) -> Path | None:
 
 
 def _is_task(folder: Path) -> bool:
-    return (folder / "task.toml").is_file() and (folder / "instruction.md").is_file()
+    """A folder meant as a task: it has either file of one (the other, if missing, is a problem)."""
+    return (folder / "task.toml").is_file() or (folder / "instruction.md").is_file()
 
 
 def _children(folder: Path) -> list[Path]:
@@ -123,7 +119,7 @@ class _Reader:
             )
             return None, self.problems
         single = (self.root / "task.toml").exists() or (self.root / "instruction.md").exists()
-        folders = [self.root] if single else [c for c in _children(self.root) if _looks_like_task(c)]
+        folders = [self.root] if single else [c for c in _children(self.root) if _is_task(c)]
         if not folders:
             self.problem(
                 "",
@@ -231,8 +227,8 @@ class _Reader:
             pids_limit=1024,
             command_timeout_s=time_limit or DEFAULT_COMMAND_TIMEOUT_S,
         )
-        check = TestScriptCheck(type="test_script", script=TEST_SCRIPT, timeout_s=config.verifier.timeout_sec)
-        run = TestRun(folder.name, tests, config.verifier.timeout_sec, workdir, verifier_env)
+        check = ScriptCheck(type="test_script", script=TEST_SCRIPT, timeout_s=config.verifier.timeout_sec)
+        run = HarborTests(folder.name, tests, config.verifier.timeout_sec, workdir, verifier_env)
         task = Task(
             id=folder.name,
             split=DEFAULT_SPLIT,
@@ -389,11 +385,6 @@ class _Reader:
         return placed
 
 
-def _looks_like_task(folder: Path) -> bool:
-    """A subfolder meant as a task: it has either file of one (the other, if missing, is a problem)."""
-    return (folder / "task.toml").exists() or (folder / "instruction.md").exists()
-
-
 def _placed(task: Task, split: str, index: int) -> Task:
     from dataclasses import replace
 
@@ -408,5 +399,6 @@ def _text(content: bytes) -> str | None:
 
 
 def _warn(message: str) -> None:
+    """A task.toml field this loader does not know (Harbor's format grows) or does not apply: said in
+    the log, never an error."""
     log.warning("%s", message)
-    warnings.warn(message, HarborFieldWarning, stacklevel=4)

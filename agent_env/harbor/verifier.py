@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_env._errors import AgentEnvError
 from agent_env.errors import EpisodeError, ErrorCode
 from agent_env.sandbox.base import CommandResult
 from agent_env.verifiers import Judgement, ScoringContext
@@ -31,8 +32,12 @@ _STEP_TIMEOUT_S = 60.0
 _MISSING = 3
 
 
+class RewardError(AgentEnvError, ValueError):
+    """The reward files hold no score: what is wrong with them."""
+
+
 @dataclass(frozen=True)
-class TestRun:
+class HarborTests:
     """How a task's tests run: their files (tests/, by relative path), its time limit, and where."""
 
     task: str
@@ -57,7 +62,7 @@ class TestRun:
         as_text = await _read(context, f"{LOGS_DIR}/reward.txt")
         try:
             return judge(as_json, as_text)
-        except ValueError as exc:
+        except RewardError as exc:
             raise self._unscorable(str(exc), await self._log(context)) from None
 
     async def _copy_tests(self, context: ScoringContext) -> None:
@@ -90,27 +95,27 @@ class TestRun:
 
 
 def judge(as_json: str | None, as_text: str | None) -> Judgement:
-    """The score from the reward files' text (None: the file is missing); ValueError saying what is
+    """The score from the reward files' text (None: the file is missing); RewardError saying what is
     wrong when there is none to give."""
     if as_json is not None:
         if not as_json.strip():
-            raise ValueError(f"{LOGS_DIR}/reward.json is empty")
+            raise RewardError(f"{LOGS_DIR}/reward.json is empty")
         try:
             parsed: Any = json.loads(as_json)
         except ValueError:
-            raise ValueError(f"{LOGS_DIR}/reward.json is not JSON: {as_json[:200]!r}") from None
+            raise RewardError(f"{LOGS_DIR}/reward.json is not JSON: {as_json[:200]!r}") from None
         if not isinstance(parsed, dict):
-            raise ValueError(f"{LOGS_DIR}/reward.json is not an object of named rewards: {as_json[:200]!r}")
+            raise RewardError(f"{LOGS_DIR}/reward.json is not an object of named rewards: {as_json[:200]!r}")
         named = {
             str(key): float(value)
             for key, value in parsed.items()
             if isinstance(value, int | float) and not isinstance(value, bool)
         }
         if not named:
-            raise ValueError(f"{LOGS_DIR}/reward.json names no numeric reward: {as_json[:200]!r}")
+            raise RewardError(f"{LOGS_DIR}/reward.json names no numeric reward: {as_json[:200]!r}")
         bad = [key for key, value in named.items() if not math.isfinite(value)]
         if bad:
-            raise ValueError(f"{LOGS_DIR}/reward.json's {', '.join(bad)} is not a finite number")
+            raise RewardError(f"{LOGS_DIR}/reward.json's {', '.join(bad)} is not a finite number")
         if "reward" in named:
             return Judgement(named["reward"], named)
         if as_text is not None:
@@ -118,18 +123,18 @@ def judge(as_json: str | None, as_text: str | None) -> Judgement:
         return Judgement(math.fsum(named.values()) / len(named), named)
     if as_text is not None:
         return Judgement(_number(as_text))
-    raise ValueError(f"test.sh wrote neither {LOGS_DIR}/reward.txt nor {LOGS_DIR}/reward.json")
+    raise RewardError(f"test.sh wrote neither {LOGS_DIR}/reward.txt nor {LOGS_DIR}/reward.json")
 
 
 def _number(text: str) -> float:
     if not text.strip():
-        raise ValueError(f"{LOGS_DIR}/reward.txt is empty")
+        raise RewardError(f"{LOGS_DIR}/reward.txt is empty")
     try:
         value = float(text.strip())
     except ValueError:
-        raise ValueError(f"{LOGS_DIR}/reward.txt is not a number: {text.strip()[:200]!r}") from None
+        raise RewardError(f"{LOGS_DIR}/reward.txt is not a number: {text.strip()[:200]!r}") from None
     if not math.isfinite(value):
-        raise ValueError(f"{LOGS_DIR}/reward.txt is not a finite number: {text.strip()[:200]!r}")
+        raise RewardError(f"{LOGS_DIR}/reward.txt is not a finite number: {text.strip()[:200]!r}")
     return value
 
 

@@ -67,6 +67,8 @@ _INIT = [
 _ENVIRONMENT = {"HOME": WORK_FOLDER, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
 
 log = logging.getLogger(__name__)
+_UNCAPPED_TOLD = threading.Event()
+"""Set once the log said the engine cannot cap a container's disk: it says so once a process."""
 
 
 class DockerSandbox:
@@ -332,13 +334,13 @@ class DockerSandboxProvider:
             if "storage_opt" not in filesystem or "storage" not in str(exc).lower():
                 raise
             self.caps_storage = False
-            log.warning(
-                "the Docker engine cannot cap a container's disk (%s): storage_mb %d of image %s is not "
-                "applied",
-                exc.explanation or exc,
-                settings.storage_mb,
-                settings.image,
-            )
+            if not _UNCAPPED_TOLD.is_set():
+                _UNCAPPED_TOLD.set()
+                log.warning(
+                    "the Docker engine cannot cap a container's disk (%s): the tasks' storage_mb is not "
+                    "applied",
+                    exc.explanation or exc,
+                )
             with contextlib.suppress(Exception):
                 self.client.api.remove_container(name, force=True)
             return self._create(name, {k: v for k, v in filesystem.items() if k != "storage_opt"})
