@@ -4,14 +4,12 @@
 docs/guides/harbor.md for what is supported.
 """
 
-from agent_env.harbor.images import HarborImageError
 from agent_env.harbor.loader import PREFIX, SPLITS_FILE, HarborTasks, harbor_folder, read_harbor
 from agent_env.harbor.verifier import RewardError
 
 __all__ = [
     "PREFIX",
     "SPLITS_FILE",
-    "HarborImageError",
     "HarborTasks",
     "RewardError",
     "harbor_folder",

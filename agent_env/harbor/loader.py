@@ -317,14 +317,15 @@ class _Reader:
 
     def _image(self, folder: Path, where: str, docker_image: str | None, timeout_s: float) -> Any:
         from agent_env.errors import SandboxUnavailableError
-        from agent_env.harbor.images import HarborImageError, task_image
+        from agent_env.sandbox.docker_build import task_image
         from agent_env.sandbox.docker_engine import docker_client
+        from agent_env.sandbox.docker_image import ImageBuildError
 
         try:
             if self.client is None:
                 self.client = docker_client()
             return task_image(self.client, folder / "environment", docker_image, timeout_s)
-        except HarborImageError as exc:
+        except ImageBuildError as exc:
             self.problem(f"{where}environment/", str(exc))
         except SandboxUnavailableError as exc:
             self.problem(

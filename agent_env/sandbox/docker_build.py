@@ -1,9 +1,9 @@
-"""A Harbor task's image: its environment/Dockerfile built by the engine once per build context, or
-its `docker_image` used as it is.
+"""An image built from a Dockerfile's folder once per content, or a named image used as it is (a
+Harbor task's environment/ or `docker_image`).
 
-The tag is the build context's content digest (`agent-env-harbor:<digest>`), so a task whose
-environment/ did not change finds its image already built: a second load or episode builds nothing.
-A build that fails or outlasts `build_timeout_sec` is an error naming the task and its log's tail.
+The tag is the build context's content digest (`agent-env-harbor:<digest>`), so a folder that did not
+change finds its image already built: a second load or episode builds nothing. A build that fails or
+outlasts its time is an `ImageBuildError` with the build log's last lines.
 """
 
 from __future__ import annotations
@@ -15,20 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from agent_env._digest import folder_digest
-from agent_env._errors import AgentEnvError
 from agent_env.sandbox.docker_engine import SANDBOX_LABEL
+from agent_env.sandbox.docker_image import ImageBuildError
 
 IMAGE_REPOSITORY = "agent-env-harbor"
 LOG_TAIL_LINES = 20
 
 
-class HarborImageError(AgentEnvError, RuntimeError):
-    """A task's image could not be built or found; the message says why and what to do."""
-
-
 @dataclass(frozen=True)
 class TaskImage:
-    """The image a task's containers run, and what it says of itself: its working folder."""
+    """The image a task's containers run, and its working folder (its WORKDIR)."""
 
     tag: str
     workdir: str
@@ -53,7 +49,7 @@ def task_image(client: Any, environment: Path, docker_image: str | None, build_t
             try:
                 image = client.images.pull(docker_image)
             except docker.errors.APIError as exc:
-                raise HarborImageError(
+                raise ImageBuildError(
                     f"[environment] docker_image '{docker_image}' is not in the Docker engine and could not "
                     f"be pulled ({exc.explanation or exc}): pull it (`docker pull {docker_image}`) or load "
                     "it (`docker load`) into this engine first"
@@ -89,14 +85,14 @@ def _build(client: Any, environment: Path, tag: str, timeout_s: float) -> None:
                     tail.append(line.rstrip())
             if "error" in chunk:
                 tail.append(str(chunk["error"]).strip())
-                raise HarborImageError(_failed("failed", tail))
+                raise ImageBuildError(_failed("failed", tail))
             if time.monotonic() > deadline:
-                raise HarborImageError(_failed(f"ran past its build_timeout_sec of {timeout_s:g} s", tail))
+                raise ImageBuildError(_failed(f"ran past its build_timeout_sec of {timeout_s:g} s", tail))
     except docker.errors.APIError as exc:
         tail.append(str(exc.explanation or exc))
-        raise HarborImageError(_failed("failed", tail)) from None
+        raise ImageBuildError(_failed("failed", tail)) from None
     except OSError as exc:  # the engine's answer timed out
-        raise HarborImageError(_failed(f"did not finish within {timeout_s:g} s ({exc})", tail)) from None
+        raise ImageBuildError(_failed(f"did not finish within {timeout_s:g} s ({exc})", tail)) from None
 
 
 def _failed(how: str, tail: deque[str]) -> str:
