@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from agent_env._errors import ArgumentError
 from agent_env._nearest import did_you_mean
 from agent_env._threads import call_maybe_async, run_in_own_thread
 from agent_env._unicode import NOT_UNICODE, invalid_text, valid_data, valid_text
@@ -120,6 +121,11 @@ class Episode:
         self._provider = sandbox_provider(
             provider if provider is not None else task.sandbox_settings.provider, task.sandbox_settings
         )
+        if task.sandbox_settings.workdir is not None and self._provider.name != "docker":
+            raise ArgumentError(
+                f"task '{task.id}' runs in its own Docker image: play it with the docker sandbox, not "
+                f"'{self._provider.name}' (leave --sandbox out)"
+            )
         self.toolset: Toolset = task.toolset
         """The task's toolset; once deployed, with the tools its MCP envs' servers listed."""
         self._tools: dict[str, tuple[str, AnyTool]] = {}

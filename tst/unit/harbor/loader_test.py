@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_env import BundleError, load_bundle
+from agent_env import ArgumentError, BundleError, Episode, load_bundle
 from agent_env.harbor import harbor_folder
 from agent_env.harbor.loader import read_harbor
 from agent_env.harbor.verifier import HarborTests
@@ -174,3 +174,15 @@ def test_the_edge_tasks_load_with_their_own_time_limits():
 
     assert tasks["agent-timeout"].time_limit_s == 2.0
     assert tasks["slow-tests"].verifiers[0].spec.timeout_s == 1.0 and tasks["slow-tests"].time_limit_s is None
+
+
+def test_a_harbor_task_asked_to_play_in_the_local_sandbox_is_refused_before_anything_runs():
+    task = unbuilt(DATASET).splits["train"][0]
+
+    with pytest.raises(ArgumentError) as refused:
+        Episode(task, provider="local")
+
+    assert str(refused.value) == (
+        "task 'greeting' runs in its own Docker image: play it with the docker sandbox, not 'local' "
+        "(leave --sandbox out)"
+    )
