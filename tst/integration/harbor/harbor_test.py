@@ -4,6 +4,9 @@ with Docker sandboxes built from their Dockerfiles (FROM the local sandbox image
 from __future__ import annotations
 
 import shutil
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -252,3 +255,34 @@ def test_agent_env_eval_plays_the_dataset_with_a_scripted_model_each_sample_scor
     assert rows == {"greeting": ["2", "0.50"], "lines": ["2", "0.00"], "marker": ["2", "1.00"]}
     recorded = list(read_trajectories(tmp_path))
     assert sorted(t.score for t in recorded) == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ((), "; 1 tasks ask for the internet and run without it (--allow-internet gives it)"),
+        (("--allow-internet",), "; 1 tasks ask for the internet and get it (--allow-internet)"),
+    ],
+)
+def test_agent_env_serve_says_at_start_whether_the_tasks_that_ask_for_the_internet_get_it(
+    tmp_path: Path, options: tuple[str, ...], said: str
+):
+    task = shutil.copytree(DATASET / "marker", tmp_path / "online")
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("allow_internet = false", "allow_internet = true"))
+    agent_env = Path(sys.executable).parent / "agent-env"
+    server = subprocess.Popen(
+        [str(agent_env), "serve", str(task), "--port", "0", *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        first = server.stdout.readline()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(CLIENT_TIMEOUT_S)
+
+    assert first.startswith("agent-env: serving online (train 1 tasks) on http://127.0.0.1:")
+    assert first.rstrip("\n").endswith(said)
