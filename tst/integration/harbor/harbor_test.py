@@ -286,3 +286,26 @@ def test_agent_env_serve_says_at_start_whether_the_tasks_that_ask_for_the_intern
 
     assert first.startswith("agent-env: serving online (train 1 tasks) on http://127.0.0.1:")
     assert first.rstrip("\n").endswith(said)
+
+
+@pytest.mark.needs("trl_installed")
+def test_env_demonstrations_are_each_tasks_solve_sh_played_on_the_server_as_sft_rows():
+    from agent_env.training.trl import AgentEnv
+
+    env = AgentEnv.local(DATASET)
+    try:
+        rows = env.demonstrations("train")
+    finally:
+        env.close()
+
+    assert rows["id"] == ["greeting", "lines", "marker"]
+    messages = rows[0]["messages"]
+    assert messages[0] == {
+        "role": "user",
+        "content": "Write the word hello into the file /app/greeting.txt.\n",
+    }
+    command = messages[1]["tool_calls"][0]["function"]["arguments"]["command"]
+    assert "echo hello > /app/greeting.txt" in command and command.endswith(
+        "cd /app && bash /solution/solve.sh"
+    )
+    assert messages[2] == {"role": "tool", "name": "bash", "content": "[exit code: 0]"}
