@@ -81,7 +81,8 @@ class DockerSandbox:
         chosen = settings or SandboxConfig(provider="docker")
         self.folder = chosen.workdir or WORK_FOLDER
         """Where commands run and the task's files go: /work, or the image's own `workdir`."""
-        self._environment = {**_ENVIRONMENT, "HOME": self.folder, **dict(chosen.environment)}
+        own = _ENVIRONMENT if chosen.workdir is None else {}  # an image of its own keeps its HOME, LANG
+        self._environment = {**own, **dict(chosen.environment)}
         self._shells: ShellSlot[_ContainerShell] = ShellSlot(self._start, self._end)
         self._removed = False
 
@@ -236,6 +237,8 @@ class DockerSandboxProvider:
     ) -> None:
         self.settings = settings or SandboxConfig(provider="docker")
         self.networked = self.settings.network and allow_network
+        self._home: str | None = None
+        """HOME for an image of its own that declares none (the engine's exec sets none): root's."""
         self.caps_storage = True
         """Whether the engine caps a container's disk, until it once says it cannot."""
         self.client = client if client is not None else docker_client()
@@ -326,7 +329,8 @@ class DockerSandboxProvider:
                 cap_add=list(settings.capabilities) or None,
                 security_opt=["no-new-privileges"],
                 user=settings.user,
-                environment=dict(settings.environment) or None,
+                environment={**({"HOME": self._home} if self._home else {}), **dict(settings.environment)}
+                or None,
                 labels=owner_labels(),
                 **filesystem,
             )
@@ -349,13 +353,16 @@ class DockerSandboxProvider:
         import docker.errors
 
         try:
-            self.client.images.get(self.settings.image)
+            image = self.client.images.get(self.settings.image)
         except docker.errors.ImageNotFound as exc:
             raise SandboxUnavailableError(
                 f"the Docker engine has no image '{self.settings.image}'. Build the default one with "
                 f"`agent-env sandbox-image --tag {self.settings.image}`, or set [sandbox] image in "
                 "bundle.toml to an image that has /bin/bash"
             ) from exc
+        declared = (image.attrs.get("Config") or {}).get("Env") or []
+        if self.settings.workdir is not None and not any(str(e).startswith("HOME=") for e in declared):
+            self._home = "/root" if self.settings.user.split(":")[0] == "0" else self.settings.workdir
 
 
 def _unpack_by_exec(container: Any, archive: bytes, folder: str) -> tuple[int | None, str]:
