@@ -309,3 +309,35 @@ def test_env_demonstrations_are_each_tasks_solve_sh_played_on_the_server_as_sft_
         "cd /app && bash /solution/solve.sh"
     )
     assert messages[2] == {"role": "tool", "name": "bash", "content": "[exit code: 0]"}
+
+
+@pytest.mark.needs("eval_installed")
+def test_eval_scores_a_sample_whose_command_ran_into_the_time_limit_as_the_episode_stood(
+    serve: Any, tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+):
+    from tst.support.chat_stand_in import API_KEY, MODEL, ChatStandIn
+
+    task = shutil.copytree(EDGE / "agent-timeout", tmp_path / "tasks" / "agent-timeout")
+    (task / "solution").mkdir()
+    (task / "solution" / "solve.sh").write_text("#!/bin/bash\necho started > /work/state\nsleep 600\n")
+    monkeypatch.setenv("STAND_IN_KEY", API_KEY)
+    stand_in = ChatStandIn(load_bundle(tmp_path / "tasks"), "train", {"agent-timeout": ["solve"]})
+    endpoint = [
+        "--model-url",
+        f"{serve(stand_in.app).url}/v1",
+        "--model",
+        MODEL,
+        "--api-key-env",
+        "STAND_IN_KEY",
+    ]
+
+    code = main(
+        ["eval", str(tmp_path / "tasks"), "--split", "train", *endpoint, "--out", str(tmp_path / "out")]
+    )
+
+    _, err = capsys.readouterr()
+    assert code == 0
+    assert "eval: 1/1 episodes, mean score 0.25, 0 errors" in err
+    [played] = read_trajectories(tmp_path / "out")
+    assert (played.outcome.kind, played.score) == ("scored", 0.25)
+    assert "the task's time limit of 2 s ran out" in (played.turns[0].calls[0].result or "")
