@@ -101,6 +101,20 @@ def read_harbor(
     return _Reader(path, build, client).read()
 
 
+@dataclass(frozen=True)
+class _Checked:
+    """A task folder whose files loaded: what its task is made of once its image is there."""
+
+    folder: Path
+    where: str
+    config: TaskToml
+    instruction: str
+    tests: Mapping[str, bytes]
+    env: Mapping[str, str]
+    verifier_env: Mapping[str, str]
+    solution_env: Mapping[str, str]
+
+
 class _Reader:
     def __init__(self, path: Path, build: bool, client: Any) -> None:
         self.shown = str(path)
@@ -127,12 +141,16 @@ class _Reader:
                 "dataset is a folder of task folders",
             )
             return None, self.problems
-        tasks: dict[str, tuple[Task, Solution | None]] = {}
-        for folder in folders:
-            read = self._task(folder, "" if single else f"{folder.name}/")
-            if read is not None:
-                tasks[folder.name] = read
+        checked = [self._checked(folder, "" if single else f"{folder.name}/") for folder in folders]
         splits_of = self._splits([f.name for f in folders]) if not single else {}
+        if self.problems:  # no image is built for a dataset that does not load
+            return None, self.problems
+        tasks: dict[str, tuple[Task, Solution | None]] = {}
+        for one in checked:
+            assert one is not None
+            made = self._made(one)
+            if made is not None:
+                tasks[one.folder.name] = made
         if self.problems:
             return None, self.problems
         grouped: dict[str, list[str]] = {}
@@ -159,7 +177,8 @@ class _Reader:
             name, self.root, config, splits, folder_digest(self.root), solutions
         ), self.problems
 
-    def _task(self, folder: Path, where: str) -> tuple[Task, Solution | None] | None:
+    def _checked(self, folder: Path, where: str) -> _Checked | None:
+        """The task folder's files, read and checked; None (with its problems) when they do not load."""
         before = len(self.problems)
         instruction = folder / "instruction.md"
         if not instruction.is_file():
@@ -204,6 +223,13 @@ class _Reader:
         tests = self._files(folder / "tests", f"{where}tests/")
         if len(self.problems) > before or tests is None:
             return None
+        text = instruction.read_text(encoding="utf-8")
+        return _Checked(folder, where, config, text, tests, env, verifier_env, solution_env)
+
+    def _made(self, checked: _Checked) -> tuple[Task, Solution | None] | None:
+        """The task and its reference play, its image built (or found) first; None if it cannot be."""
+        folder, where, config, env = checked.folder, checked.where, checked.config, checked.env
+        environment = config.environment
         workdir = environment.workdir
         image = environment.docker_image or "agent-env-harbor:unbuilt"
         if self.build:
@@ -228,19 +254,21 @@ class _Reader:
             command_timeout_s=time_limit or DEFAULT_COMMAND_TIMEOUT_S,
         )
         check = ScriptCheck(type="test_script", script=TEST_SCRIPT, timeout_s=config.verifier.timeout_sec)
-        run = HarborTests(folder.name, tests, config.verifier.timeout_sec, workdir, verifier_env)
+        run = HarborTests(
+            folder.name, checked.tests, config.verifier.timeout_sec, workdir, checked.verifier_env
+        )
         task = Task(
             id=folder.name,
             split=DEFAULT_SPLIT,
             index=0,
             agent=_AGENT,
-            turns=(instruction.read_text(encoding="utf-8"),),
+            turns=(checked.instruction,),
             toolset=Toolset(envs=(), role=DEFAULT_ROLE, access=(), bash=True),
             verifiers=(Verifier(check, run),),
             sandbox_settings=settings,
             time_limit_s=time_limit,
         )
-        solution = self._solution(folder, where, workdir, solution_env)
+        solution = self._solution(folder, where, workdir, checked.solution_env)
         return task, solution
 
     def _config(self, folder: Path, where: str) -> TaskToml | None:
