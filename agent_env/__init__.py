@@ -44,6 +44,11 @@ if _typing.TYPE_CHECKING:
         TornDown as TornDown,
         TurnEnded as TurnEnded,
     )
+    from agent_env.harbor import (
+        HarborTasks as HarborTasks,
+        harbor_folder as harbor_folder,
+        read_harbor as read_harbor,
+    )
     from agent_env.mcp import (
         McpEnv as McpEnv,
         McpEnvSpec as McpEnvSpec,
@@ -68,6 +73,7 @@ if _typing.TYPE_CHECKING:
         LocalSandboxProvider as LocalSandboxProvider,
         Sandbox as Sandbox,
         SandboxConfig as SandboxConfig,
+        SandboxesByTask as SandboxesByTask,
         SandboxProvider as SandboxProvider,
         WarmPool as WarmPool,
         build_sandbox_image as build_sandbox_image,
@@ -109,6 +115,7 @@ else:
             "agent_env.bundle": ["Bundle", "load_bundle"],
             "agent_env.contexts": ["VerifierContext"],
             "agent_env.env": ["Env", "EnvSpec"],
+            "agent_env.harbor": ["HarborTasks", "harbor_folder", "read_harbor"],
             "agent_env.episode": ["Episode", "EpisodeState", "TurnResult"],
             "agent_env.errors": [
                 "AgentEnvError",
@@ -146,6 +153,7 @@ else:
                 "Sandbox",
                 "SandboxConfig",
                 "SandboxProvider",
+                "SandboxesByTask",
                 "WarmPool",
                 "build_sandbox_image",
                 "sandbox_provider",

@@ -38,6 +38,7 @@ from agent_env.errors import (
     TaskIndexError,
     validation_problems,
 )
+from agent_env.harbor.loader import harbor_folder, read_harbor
 from agent_env.mcp._require import INSTALL as MCP_INSTALL
 from agent_env.mcp.config import McpServerConfig, resolve_placeholders
 from agent_env.mcp.spec import McpEnvSpec
@@ -68,6 +69,9 @@ class Bundle:
     The server's `tasks_fingerprint` covers it."""
     solutions: Mapping[str, Mapping[str, Solution]] = field(default_factory=dict)
     """Split -> task id -> the task's reference play, from `solutions/SPLIT.jsonl`."""
+    sandbox_per_task: bool = False
+    """Whether each task brings its own sandbox settings (a Harbor task's image and limits) rather
+    than sharing the bundle's `[sandbox]`."""
 
     def tasks(self, split: str) -> tuple[Task, ...]:
         """The tasks of `split`, in index order."""
@@ -84,8 +88,31 @@ class Bundle:
 
 
 def load_bundle(path: str | Path) -> Bundle:
-    """Load and check the bundle at `path`; raises one BundleError listing every problem."""
+    """Load and check the bundle at `path`; raises one BundleError listing every problem.
+
+    A folder of Harbor tasks (or one task folder: task.toml and instruction.md), or a path written
+    `harbor:PATH`, is read as one (`agent_env.harbor`), its images built in the Docker engine."""
+    harbor = harbor_folder(path)
+    if harbor is not None:
+        return _harbor_bundle(harbor, str(path))
     return _Loader(Path(path)).load()
+
+
+def _harbor_bundle(folder: Path, shown: str) -> Bundle:
+    read, problems = read_harbor(folder)
+    if read is None or problems:
+        raise BundleError(shown, problems)
+    return Bundle(
+        read.name,
+        read.path,
+        read.config,
+        {},
+        read.agents,
+        read.splits,
+        read.content_digest,
+        read.solutions,
+        sandbox_per_task=True,
+    )
 
 
 class _Loader:

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from agent_env._errors import ArgumentError
 from agent_env._threads import call_maybe_async, run_in_own_thread
 from agent_env._unicode import NOT_UNICODE, invalid_text, valid_data, valid_text
 from agent_env.contexts import UserContext, VerifierContext
@@ -44,7 +45,7 @@ from agent_env.sandbox.base import OnHost, Sandbox, SandboxProvider
 from agent_env.sandbox.registry import sandbox_provider
 from agent_env.task import Task
 from agent_env.toolset import Shell, Toolset
-from agent_env.verifiers import EnvInstance, Verifier, aggregate
+from agent_env.verifiers import EnvInstance, Judgement, Verifier, aggregate
 
 if TYPE_CHECKING:
     from agent_env.mcp.env import McpEnv
@@ -119,17 +120,24 @@ class Episode:
         self._provider = sandbox_provider(
             provider if provider is not None else task.sandbox_settings.provider, task.sandbox_settings
         )
+        if task.sandbox_settings.workdir is not None and self._provider.name != "docker":
+            raise ArgumentError(
+                f"task '{task.id}' runs in its own Docker image: play it with the docker sandbox, not "
+                f"'{self._provider.name}' (leave --sandbox out)"
+            )
         self.toolset: Toolset = task.toolset
         """The task's toolset; once deployed, with the tools its MCP envs' servers listed."""
         self._tool_timeouts = task.toolset.tool_timeouts(task.sandbox_settings.command_timeout_s)
         self._envs: dict[str, EnvInstance] = {}
         self._sandbox: Sandbox | None = None
-        self._shell: Shell | None = None
-        """What bash runs in: the sandbox, with the task's limits on a command."""
         self._env_making: asyncio.Future[None] | None = None
         self._sandbox_creation: asyncio.Future[Sandbox] | None = None
         self._calls = asyncio.Lock()
         self._teardown: asyncio.Task[None] | None = None
+        self._time_up_at: float | None = None
+        self.final: TurnResult | None = None
+        """The result of the turn that ended the episode scored (its last, or the one its time limit
+        cut short); None until then."""
 
     @property
     def tools(self) -> list[dict[str, Any]]:
@@ -192,7 +200,6 @@ class Episode:
             if self.task.needs_sandbox:
                 self._sandbox_creation = asyncio.ensure_future(self._provider.create(self.task.files))
                 self._sandbox = await asyncio.shield(self._sandbox_creation)
-                self._shell = Shell(self._sandbox, self.task.sandbox_settings)
                 self._check_alive()
             # MCP servers start last: a stdio one works in the sandbox's folder.
             servers = [env for env in envs if isinstance(env, McpEnvSpec)]
@@ -207,6 +214,8 @@ class Episode:
             raise self._failed(EpisodeError(ErrorCode.DEPLOY_FAILED, message)) from exc
         self.state = EpisodeState.TURN_OPEN
         self.turn = 1
+        if self.task.time_limit_s is not None:
+            self._time_up_at = time.monotonic() + self.task.time_limit_s
         self._emit(Deployed(prompt=self.task.prompt, tools=self.tools, seconds=time.monotonic() - started))
         return self.task.turns[0]
 
@@ -215,6 +224,9 @@ class Episode:
         Unicode, before any tool runs); its result with any lone surrogate replaced by U+FFFD."""
         async with self._calls:
             self.require_open_turn()
+            if self.time_left == 0:
+                await self._verify("")
+                return self._time_up_note()
             turn, started = self.turn, time.monotonic()
             plain, not_unicode = _plain(arguments), invalid_text(arguments)
             if not_unicode is not None:
@@ -225,7 +237,7 @@ class Episode:
                     message = f"{name}: argument '{not_unicode}' {NOT_UNICODE}"
                     raise EpisodeError(ErrorCode.INVALID_ARGUMENTS, message)
                 answer = await self.toolset.call(
-                    name, arguments, envs=self._envs, shell=self._shell, task_id=self.task.id
+                    name, arguments, envs=self._envs, shell=self._shell(), task_id=self.task.id
                 )
                 result = valid_text(answer)
             except EpisodeError as refused:
@@ -239,38 +251,79 @@ class Episode:
                     raise self._failed(refused) from None
                 raise
             self._emit(ToolAnswered(turn=turn, tool=name, result=result, seconds=time.monotonic() - started))
+            if self.time_left == 0:
+                await self._verify("")
+                return f"{result}\n{self._time_up_note()}"
             return result
+
+    @property
+    def time_left(self) -> float | None:
+        """Seconds left of the task's time limit (0 once it ran out); None without one, or before the
+        deploy."""
+        if self._time_up_at is None:
+            return None
+        return max(0.0, self._time_up_at - time.monotonic())
+
+    def _shell(self) -> Shell | None:
+        """What bash runs in: the sandbox, a command cut off at the task's time limit when that comes
+        before its own deadline."""
+        if self._sandbox is None:
+            return None
+        settings, left = self.task.sandbox_settings, self.time_left
+        if left is not None and left < settings.command_timeout_s:
+            settings = settings.model_copy(update={"command_timeout_s": max(left, 0.001)})
+        return Shell(self._sandbox, settings)
+
+    def _time_up_note(self) -> str:
+        return f"[the task's time limit of {self.task.time_limit_s:g} s ran out: the episode is over]"
 
     async def end_turn(self, reply: str) -> TurnResult:
         """End the open turn with the agent's reply: open the next one, or verify and score."""
         async with self._calls:
             self.require_open_turn()
             self.replies.append(reply)
+            if self.time_left == 0:
+                return await self._verify(reply)
             prompt = await self._next_prompt()
             if prompt is not None:
                 ended, self.turn = self.turn, self.turn + 1
                 self._emit(TurnEnded(turn=ended, reply=reply, prompt=prompt))
                 return TurnResult(done=False, turn=self.turn, prompt=prompt)
-            self._emit(TurnEnded(turn=self.turn, reply=reply))
-            self.state = EpisodeState.VERIFYING
-            context = self._context(VerifierContext)
-            scores = [
-                await self._score(number, verifier, context)
-                for number, verifier in enumerate(self.task.verifiers, 1)
-            ]
-            weights = [verifier.spec.weight for verifier in self.task.verifiers]
-            score = aggregate(list(zip(scores, weights, strict=True)), self.task.aggregate)
-            if self.state is EpisodeState.VERIFYING:
-                self.state = EpisodeState.SCORED
-            self._ended(EpisodeOutcome("scored", score=score))
-            self._emit(Scored(score=score, verifier_scores=tuple(scores)))
-            return TurnResult(done=True, turn=self.turn, score=score, verifier_scores=tuple(scores))
+            return await self._verify(reply)
 
-    async def _score(self, number: int, verifier: Verifier, context: VerifierContext) -> float:
+    async def _verify(self, reply: str) -> TurnResult:
+        """End the episode's last turn (or the one its time limit cut short) with `reply`, then score."""
+        if len(self.replies) < self.turn:
+            self.replies.append(reply)
+        self._emit(TurnEnded(turn=self.turn, reply=reply))
+        self.state = EpisodeState.VERIFYING
+        context = self._context(VerifierContext)
+        judged = [
+            await self._score(number, verifier, context)
+            for number, verifier in enumerate(self.task.verifiers, 1)
+        ]
+        scores = tuple(judgement.score for judgement in judged)
+        weights = [verifier.spec.weight for verifier in self.task.verifiers]
+        score = aggregate(list(zip(scores, weights, strict=True)), self.task.aggregate)
+        if self.state is EpisodeState.VERIFYING:
+            self.state = EpisodeState.SCORED
+        self._ended(EpisodeOutcome("scored", score=score))
+        components = tuple(judgement.components for judgement in judged)
+        self._emit(
+            Scored(
+                score=score,
+                verifier_scores=scores,
+                components=components if any(components) else (),
+            )
+        )
+        self.final = TurnResult(done=True, turn=self.turn, score=score, verifier_scores=scores)
+        return self.final
+
+    async def _score(self, number: int, verifier: Verifier, context: VerifierContext) -> Judgement:
         """One verifier's score; one that raises fails the episode, named where its author finds it,
         its traceback in the log."""
         try:
-            return await verifier.score(context)
+            return await verifier.judge(context)
         except EpisodeError as exc:
             raise self._failed(exc) from None
         except Exception as exc:

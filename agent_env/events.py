@@ -81,6 +81,8 @@ class Scored(EpisodeEvent):
     kind: ClassVar[str] = "scored"
     score: float
     verifier_scores: tuple[float, ...]
+    components: tuple[Mapping[str, float], ...] = ()
+    """Each verifier's named rewards, in the task's order (empty for a verifier without any)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -414,9 +414,13 @@ def trajectory_of(episode: Episode, *, client: str | None = None) -> Trajectory:
         elif isinstance(event, Scored):
             if last_reply_at is not None:
                 timings["verify_s"] = event.at - last_reply_at
+            components = list(event.components) or [{} for _ in event.verifier_scores]
             verifiers = [
                 {"type": verifier.spec.type, "weight": verifier.spec.weight, "score": score}
-                for verifier, score in zip(task.verifiers, event.verifier_scores, strict=False)
+                | ({"components": dict(named)} if named else {})
+                for verifier, score, named in zip(
+                    task.verifiers, event.verifier_scores, components, strict=False
+                )
             ]
         elif isinstance(event, TornDown):
             timings["teardown_s"] = event.seconds

@@ -63,7 +63,9 @@ async def replay(episode: Episode, turns: Sequence[ScriptedTurn]) -> ReplayResul
                     if result.failed_call is None:
                         result.failed_call = f"{call.tool}({json.dumps(call.arguments)}): {exc}"
                 result.transcript.append(f"{call.tool}({json.dumps(call.arguments)}) -> {answer}")
-            end = await episode.end_turn(scripted.reply)
+                if episode.final is not None:  # its time limit ran out: scored as it stood
+                    break
+            end = episode.final or await episode.end_turn(scripted.reply)
             result.transcript.append(f"assistant: {scripted.reply}")
             prompt, turn = end.prompt, turn + 1
             if end.done:

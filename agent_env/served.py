@@ -13,11 +13,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from agent_env._errors import ArgumentError
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.episode import Episode
 from agent_env.sandbox.base import SandboxProvider
+from agent_env.sandbox.by_task import SandboxesByTask
 from agent_env.sandbox.registry import sandbox_provider
 from agent_env.specs import Solution, TaskSpec
+from agent_env.task import Task
 
 
 @dataclass(frozen=True)
@@ -38,12 +41,24 @@ def served_tasks(bundle: Bundle | str | Path, *, sandbox: str | SandboxProvider 
     """The served tasks of a bundle; `sandbox` overrides the bundle's sandbox provider."""
     loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
     settings = loaded.config.sandbox
-    provider = sandbox_provider(sandbox if sandbox is not None else settings.provider, settings)
+    provider_of: Callable[[Task], SandboxProvider]
+    if isinstance(sandbox, SandboxesByTask):
+        per_task = sandbox
+        provider_of = lambda task: per_task.provider_for(task.sandbox_settings)  # noqa: E731
+    elif loaded.sandbox_per_task:
+        if sandbox is not None and sandbox != "docker":
+            raise ArgumentError(
+                f"{loaded.name}'s tasks run in Docker, each in its own image: leave --sandbox out"
+            )
+        provider_of = lambda task: sandbox_provider("docker", task.sandbox_settings)  # noqa: E731
+    else:
+        provider = sandbox_provider(sandbox if sandbox is not None else settings.provider, settings)
+        provider_of = lambda task: provider  # noqa: E731
     return {
         split: tuple(
             ServedTask(
                 task.spec,
-                partial(Episode, task, provider=provider),
+                partial(Episode, task, provider=provider_of(task)),
                 loaded.solutions.get(split, {}).get(task.id),
             )
             for task in tasks

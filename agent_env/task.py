@@ -117,6 +117,9 @@ class Task:
     """The bundle's `[sandbox]` settings (a sandbox itself is made per episode, by a provider)."""
     user: SimulatedUser | None = None
     """Who writes the turns after `turns`, if anyone: the task ends when it has no more to say."""
+    time_limit_s: float | None = None
+    """How long the agent has from the deploy on (a Harbor task's [agent] timeout_sec): a command
+    running then is cut off, and the episode is scored as it stands; None: no limit of the task's."""
 
     @property
     def max_turns(self) -> int:

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from agent_env.events import (
     Deployed,
@@ -76,6 +76,19 @@ class VerifierRecord(_Record):
     type: str
     weight: float
     score: float
+    components: dict[str, float] = Field(
+        default_factory=dict,
+        description="The verifier's own named rewards, when it has any (a Harbor task's reward.json); "
+        "left out when it has none.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_empty_components(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A verifier without named rewards is written as before they existed."""
+        data: dict[str, Any] = handler(self)
+        if not data.get("components"):
+            data.pop("components", None)
+        return data
 
 
 class OutcomeRecord(_Record):

@@ -12,7 +12,7 @@ import json
 import re
 import traceback
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias, get_args
@@ -89,6 +89,15 @@ class FunctionCheck(_Check):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+class ScriptCheck(_Check):
+    """A task's own test script, run in its sandbox after the last turn: what it writes is the score
+    (a Harbor task's tests/test.sh). Made by the loader of such tasks, never written in a task file."""
+
+    type: Literal["test_script"]
+    script: str = Field(min_length=1, description="Where the script runs from in the sandbox.")
+    timeout_s: float = Field(gt=0)
+
+
 VerifierSpec = Annotated[ItemsCheck | BashCheck | ReplyCheck | FunctionCheck, Field(discriminator="type")]
 """A verifier as a task file writes it, told apart by its `type`."""
 
@@ -116,10 +125,20 @@ class ScoringContext(Protocol):
 
 
 @dataclass(frozen=True)
-class Verifier:
-    """A verifier of a task, ready to score: its spec and, for `function`, the function itself."""
+class Judgement:
+    """A verifier's score and, when it names rewards of its own (a Harbor task's reward.json), each
+    of them: what a trajectory records as the verifier's components."""
 
-    spec: ItemsCheck | BashCheck | ReplyCheck | FunctionCheck
+    score: float
+    components: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """A verifier of a task, ready to score: its spec and, for `function` and `test_script`, the
+    function that scores (a test script's returns a `Judgement`)."""
+
+    spec: ItemsCheck | BashCheck | ReplyCheck | FunctionCheck | ScriptCheck
     function: VerifierFunction | None = field(default=None, repr=False)
 
     def where_it_raised(self, error: BaseException) -> str:
@@ -141,6 +160,18 @@ class Verifier:
 
     async def score(self, context: ScoringContext) -> float:
         """The score in [0, 1]; a verifier that cannot score raises EpisodeError VERIFIER_FAILED."""
+        return (await self.judge(context)).score
+
+    async def judge(self, context: ScoringContext) -> Judgement:
+        """The score with its named components, if any; raises as `score` does."""
+        if isinstance(self.spec, ScriptCheck):
+            assert self.function is not None
+            judged = await call_maybe_async(self.function, context)
+            assert isinstance(judged, Judgement)
+            return judged
+        return Judgement(await self._score(context))
+
+    async def _score(self, context: ScoringContext) -> float:
         spec = self.spec
         if isinstance(spec, ItemsCheck):
             return score_items(spec, await context.items(spec))
@@ -149,7 +180,7 @@ class Verifier:
             return 1.0 if result.ok else 0.0
         if isinstance(spec, ReplyCheck):
             return score_reply(spec, context.reply)
-        assert self.function is not None
+        assert self.function is not None and isinstance(spec, FunctionCheck)
         value = await call_maybe_async(self.function, context, **spec.args)
         return _as_score(spec.function, value)
 

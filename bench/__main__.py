@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import commands, crash, deploy, fleet, load, overhead, sandboxes, startup
+from bench import commands, crash, deploy, fleet, harbor, load, overhead, sandboxes, startup
 from bench.common import ROOT, Results
 from bench.report import machine, save, table
 
@@ -20,6 +20,7 @@ SECTIONS = {
     "startup": startup.run,
     "commands": commands.run,
     "sandboxes": sandboxes.run,
+    "harbor": harbor.run,
     "fleet": fleet.run,
 }
 

@@ -57,7 +57,7 @@ class ContainerPerReset:
         self.provider.check_room(files)
         sandbox = RemovedAtTeardown(await run_sync(self.provider._start), self.provider.removals)
         if files:
-            await run_sync(_unpack_by_exec, sandbox.container, _archive(files))
+            await run_sync(_unpack_by_exec, sandbox.container, _archive(files), sandbox.folder)
         return sandbox
 
 

@@ -3,6 +3,7 @@
     python -m bench.serve bundle [--sandbox local|docker|docker-before] [--warm N] [--capacity N]
                                  [--record DIR]
     python -m bench.serve bare [--capacity N]
+    python -m bench.serve harbor [--warm N] [--capacity N]   (bench/harbor_tasks: two Harbor tasks)
 
 Both are served the same way (uvicorn on a loopback port of its own), so the two differ only by what
 agent_env adds. It prints `port N` once it listens, and stops on SIGTERM or once the benchmark that
@@ -22,6 +23,7 @@ from typing import Any
 import uvicorn
 
 BUNDLE = Path(__file__).resolve().parent / "bundle"
+HARBOR_TASKS = Path(__file__).resolve().parent / "harbor_tasks"
 _ORPHAN_POLL_S = 1.0
 
 
@@ -61,7 +63,7 @@ def bare_app(capacity: int) -> Any:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["bundle", "bare"])
+    parser.add_argument("kind", choices=["bundle", "bare", "harbor"])
     parser.add_argument("--sandbox", default="local")
     parser.add_argument("--capacity", type=int, default=512)
     parser.add_argument("--record", help="the bundle's server records every trajectory to this folder")
@@ -78,7 +80,11 @@ def main() -> None:
 
             sandbox = ContainerPerReset()
         app = build_app(
-            BUNDLE, sandbox=sandbox, max_concurrent_envs=args.capacity, record=args.record, warm=args.warm
+            HARBOR_TASKS if args.kind == "harbor" else BUNDLE,
+            sandbox=sandbox,
+            max_concurrent_envs=args.capacity,
+            record=args.record,
+            warm=args.warm,
         )
     listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
     print(f"port {listener.getsockname()[1]}", flush=True)

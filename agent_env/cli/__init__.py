@@ -86,7 +86,13 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help="docker sandbox: keep N containers started ahead of the episodes (default: the bundle's "
-        "[sandbox] warm, else 0)",
+        "[sandbox] warm, else 0; Harbor tasks: N per image)",
+    )
+    serve.add_argument(
+        "--allow-internet",
+        action="store_true",
+        help="give the tasks that ask for the internet (Harbor's [environment] allow_internet) a network; "
+        "without it, no sandbox has one",
     )
     add_token_options(serve, "require this bearer token on every route and the WebSocket")
     serve.add_argument(
@@ -209,6 +215,7 @@ def _serve(args: argparse.Namespace) -> int:
             record_max_mb=args.record_max_mb,
             warm=args.warm,
             allowed_hosts=args.allowed_hosts,
+            allow_internet=args.allow_internet,
         )
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -100,6 +100,8 @@ class _Game:
     fixed_turns: int
     """How many turns the task fixes: the later ones are its simulated user's."""
     episode: ClientEpisode | None = None
+    ended_by_call: AgentEnvObservation | None = None
+    """The answer of a tool call that ended the episode scored (the task's time limit ran out)."""
 
     def play(self) -> None:
         deploy_started = time.monotonic()
@@ -123,6 +125,10 @@ class _Game:
             self.trajectory.turns.append(turn)
             reply, ending_call = self._turn(turn, messages, tools)
             turn.reply = reply
+            if self.ended_by_call is not None:  # the task's time limit ran out during a call: scored
+                turn.reply = ""
+                self._scored(self.ended_by_call)
+                return
             answer = self._answer(functools.partial(self._playing.end_turn, reply))
             prompt = next_prompt(answer)
             # As in training: end_turn's answer is the next turn's prompt; a turn ended by text
@@ -171,7 +177,7 @@ class _Game:
                 else:
                     messages.append(_tool_message(call, self._call(turn, call)))
                     limit = self.settings.max_tool_calls
-                    ended = limit is not None and len(turn.calls) >= limit
+                    ended = self.ended_by_call is not None or (limit is not None and len(turn.calls) >= limit)
             if ended:
                 return last_text, ending_call
 
@@ -187,6 +193,8 @@ class _Game:
             record.error_code, record.error = answer.error.code, answer.error.message
             return f"error: {answer.error.message}"
         record.result = answer.result or ""
+        if answer.done:
+            self.ended_by_call = answer
         return record.result
 
     @property

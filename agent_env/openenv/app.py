@@ -44,6 +44,7 @@ from agent_env.openenv.tracker import EpisodeTracker
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, AgentEnvState, SessionCounts
 from agent_env.recording import DEFAULT_MAX_MB, Redaction, TrajectoryRecorder
 from agent_env.sandbox.base import RunsWithServer, SandboxProvider
+from agent_env.sandbox.by_task import SandboxesByTask
 from agent_env.sandbox.pool import PoolStatus, WarmPool
 from agent_env.sandbox.registry import server_provider
 from agent_env.served import ServedTasks, served_tasks
@@ -140,6 +141,7 @@ def build_app(
     record_max_mb: float = DEFAULT_MAX_MB,
     warm: int | None = None,
     allowed_hosts: Iterable[str] | None = None,
+    allow_internet: bool = False,
 ) -> FastAPI:
     """The app that serves `bundle` (a folder or a loaded `Bundle`) over OpenEnv.
 
@@ -151,7 +153,9 @@ def build_app(
     `allowed_hosts` (default: `AGENTENV_ALLOWED_HOSTS`, comma-separated; `*` for any), and requests
     from a web page of another origin, are refused with 403. `record` names a folder where each
     episode's trajectory is written once it is torn down, in files that roll at `record_max_mb`; the
-    token and what the bundle's `[record]` marks secret are redacted.
+    token and what the bundle's `[record]` marks secret are redacted. Tasks that bring their own
+    sandboxes (Harbor tasks) get a provider, and `warm` containers, per image; those that ask for the
+    internet get it only with `allow_internet`.
     """
     loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
     recorder = None
@@ -163,7 +167,14 @@ def build_app(
         )
         recorder = TrajectoryRecorder(record, max_mb=record_max_mb, redaction=redaction)
     settings = loaded.config.sandbox
-    provider = server_provider(sandbox if sandbox is not None else settings.provider, settings, warm=warm)
+    provider: SandboxProvider
+    if loaded.sandbox_per_task and (sandbox is None or sandbox == "docker"):
+        tasks = [task for split in loaded.splits.values() for task in split]
+        provider = SandboxesByTask(
+            (task.sandbox_settings for task in tasks), warm=warm or 0, allow_network=allow_internet
+        )
+    else:
+        provider = server_provider(sandbox if sandbox is not None else settings.provider, settings, warm=warm)
     return build_served_app(
         served_tasks(loaded, sandbox=provider),
         name=env_name or loaded.name,
@@ -214,7 +225,7 @@ def build_served_app(
             max_concurrent_envs=context.max_concurrent_envs,
             sessions=server.counts(),
             shutting_down=context.tracker.closing,
-            warm_pool=sandboxes.status() if isinstance(sandboxes, WarmPool) else None,
+            warm_pool=sandboxes.status() if isinstance(sandboxes, WarmPool | SandboxesByTask) else None,
             tasks_fingerprint=context.fingerprint,
         )
 

@@ -42,13 +42,15 @@ def serve(
     record_max_mb: float = DEFAULT_MAX_MB,
     warm: int | None = None,
     allowed_hosts: Iterable[str] | None = None,
+    allow_internet: bool = False,
     out: TextIO = sys.stdout,
 ) -> None:
     """Serve `bundle` until SIGTERM or Ctrl-C; logs one line per episode.
 
     `token` (default: `AGENTENV_TOKEN`, if set) is required on every route when there is one;
     `record` is a folder for every episode's trajectory, `warm` the Docker sandboxes' warm pool and
-    `allowed_hosts` the names it answers besides loopback and IP addresses (`build_app`'s).
+    `allowed_hosts` the names it answers besides loopback and IP addresses (`build_app`'s);
+    `allow_internet` gives the tasks that ask for it (Harbor's allow_internet) a network.
     """
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -64,6 +66,7 @@ def serve(
         record_max_mb=record_max_mb,
         warm=warm,
         allowed_hosts=allowed_hosts,
+        allow_internet=allow_internet,
     )
     name = app.state.agent_env.name
     listener = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
@@ -74,7 +77,8 @@ def serve(
     print(
         f"agent-env: serving {loaded.name} ({splits} tasks) on http://{where}:{bound}, "
         f"WebSocket ws://{where}:{bound}/ws, Task API /{name}/..., at most {capacity} sessions"
-        + (", bearer token required" if guarded else ""),
+        + (", bearer token required" if guarded else "")
+        + _internet(loaded, allow_internet),
         file=out,
         flush=True,
     )
@@ -104,3 +108,13 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _internet(bundle: Bundle, allowed: bool) -> str:
+    """What the start line says of the tasks that ask for the internet: whether they get it."""
+    asking = [t.id for tasks in bundle.splits.values() for t in tasks if t.sandbox_settings.network]
+    if not asking:
+        return ""
+    if allowed:
+        return f"; {len(asking)} tasks ask for the internet and get it (--allow-internet)"
+    return f"; {len(asking)} tasks ask for the internet and run without it (--allow-internet gives it)"

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from agent_env._errors import ArgumentError
 from agent_env._unicode import NOT_UNICODE, invalid_text, valid_text
-from agent_env.episode import Episode, EpisodeState
+from agent_env.episode import Episode, EpisodeState, TurnResult
 from agent_env.errors import AgentEnvError, EpisodeError, ErrorCode, validation_problems
 from agent_env.openenv.calls import InterruptedCallError, run_call
 from agent_env.openenv.context import ServerContext, TaskLookupError
@@ -178,6 +178,8 @@ class EpisodeSession:
         result = await self._run(episode, step, deadline_s, call, turn_survives_errors=True, whose=whose)
         if isinstance(result, _Answered):
             return result.observation
+        if episode.final is not None:  # the task's time limit ran out: the call ended the episode, scored
+            return self._scored(episode, episode.final, result=result)
         return self._observation(episode, result=result)
 
     async def _end_turn(
@@ -188,8 +190,12 @@ class EpisodeSession:
             return end.observation
         if not end.done:
             return self._observation(episode, prompt=[{"role": "user", "content": end.prompt or ""}])
+        return self._scored(episode, end)
+
+    def _scored(self, episode: Episode, end: TurnResult, **fields: Any) -> AgentEnvObservation:
+        """The answer that ends a scored episode; its teardown starts now and runs after the reply."""
         self._context.tracker.teardown(episode)
-        observation = self._observation(episode, verifier_scores=list(end.verifier_scores))
+        observation = self._observation(episode, verifier_scores=list(end.verifier_scores), **fields)
         observation.done, observation.reward = True, end.score
         return observation
 

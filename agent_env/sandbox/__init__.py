@@ -12,6 +12,7 @@ from agent_env.sandbox.base import (
     SandboxProvider,
 )
 from agent_env.sandbox.bubblewrap import ISOLATIONS
+from agent_env.sandbox.by_task import SandboxesByTask
 from agent_env.sandbox.config import DEFAULT_IMAGE, SandboxConfig
 from agent_env.sandbox.docker import DockerSandbox, DockerSandboxProvider
 from agent_env.sandbox.docker_image import ImageBuildError, build_sandbox_image
@@ -37,6 +38,7 @@ __all__ = [
     "Sandbox",
     "SandboxConfig",
     "SandboxProvider",
+    "SandboxesByTask",
     "WarmPool",
     "build_sandbox_image",
     "sandbox_provider",

@@ -40,6 +40,27 @@ class SandboxConfig(BaseModel):
         le=1024,
         description="Docker: containers a server keeps started ahead of its episodes (a warm pool); 0: none.",
     )
+    workdir: str | None = Field(
+        None,
+        pattern=r"^/",
+        description="Docker: the image's own folder commands run in, its root filesystem writable (a Harbor "
+        "task's [environment] workdir); unset: the in-memory /work of `work_mb` on a read-only root.",
+    )
+    storage_mb: int | None = Field(
+        None,
+        ge=16,
+        description="Docker, with `workdir`: the writable root's size, where the engine can cap it.",
+    )
+    network: bool = Field(
+        False,
+        description="Docker: the task asks for a network; only a server started allowing it gives one.",
+    )
+    capabilities: tuple[str, ...] = Field(
+        (), description="Docker: Linux capabilities the container keeps (none by default)."
+    )
+    environment: tuple[tuple[str, str], ...] = Field(
+        (), description="Docker: environment variables every command sees, as (name, value) pairs."
+    )
     work_mb: int = Field(
         128,
         ge=1,

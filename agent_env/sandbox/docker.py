@@ -67,15 +67,22 @@ _INIT = [
 _ENVIRONMENT = {"HOME": WORK_FOLDER, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
 
 log = logging.getLogger(__name__)
+_UNCAPPED_TOLD = threading.Event()
+"""Set once the log said the engine cannot cap a container's disk: it says so once a process."""
 
 
 class DockerSandbox:
     """One episode's container, and the shell in it that runs its commands (`agent_env.sandbox.shell`),
     started with it and again after a command that left it dead."""
 
-    def __init__(self, container: Any, removals: Removals) -> None:
+    def __init__(self, container: Any, removals: Removals, settings: SandboxConfig | None = None) -> None:
         self.container = container
         self._removals = removals
+        chosen = settings or SandboxConfig(provider="docker")
+        self.folder = chosen.workdir or WORK_FOLDER
+        """Where commands run and the task's files go: /work, or the image's own `workdir`."""
+        own = _ENVIRONMENT if chosen.workdir is None else {}  # an image of its own keeps its HOME, LANG
+        self._environment = {**own, **dict(chosen.environment)}
         self._shells: ShellSlot[_ContainerShell] = ShellSlot(self._start, self._end)
         self._removed = False
 
@@ -109,14 +116,14 @@ class DockerSandbox:
         archive = _archive(files)
         encoded = base64.b64encode(archive).decode()
         if len(encoded) <= _MAX_INLINE_ARCHIVE:  # one command: far quicker than an exec of its own
-            command = f"set -o pipefail; printf %s '{encoded}' | base64 -d | tar -x -C {WORK_FOLDER}"
+            command = f"set -o pipefail; printf %s '{encoded}' | base64 -d | tar -x -C {self.folder}"
             answer = await self.run(command, timeout_s=ENGINE_TIMEOUT_S, max_output_bytes=_PAGE)
             exit_code, output = answer.exit_code, answer.output
         else:
-            exit_code, output = await run_sync(_unpack_by_exec, self.container, archive)
+            exit_code, output = await run_sync(_unpack_by_exec, self.container, archive, self.folder)
         if exit_code != 0:
             raise StateError(
-                f"the sandbox could not unpack the task's files into {WORK_FOLDER} with tar (exit "
+                f"the sandbox could not unpack the task's files into {self.folder} with tar (exit "
                 f"{exit_code}: {output.strip()!r}): use an image that has tar and base64, and a work_mb "
                 "that holds the files"
             )
@@ -151,7 +158,8 @@ class DockerSandbox:
                 log.warning("could not kill sandbox container %s: %s", self.id[:12], exc)
 
     async def _start(self) -> _ContainerShell:
-        return await run_sync(_ContainerShell.start, self.container, asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        return await run_sync(_ContainerShell.start, self.container, loop, self.folder, self._environment)
 
     async def _end(self, shell: _ContainerShell) -> None:
         if not self._removed:
@@ -177,14 +185,16 @@ class _ContainerShell:
         self.shell = Shell(self._write, self._chunks.get, self._interrupt)
 
     @classmethod
-    def start(cls, container: Any, loop: asyncio.AbstractEventLoop) -> _ContainerShell:
+    def start(
+        cls, container: Any, loop: asyncio.AbstractEventLoop, folder: str, environment: Mapping[str, str]
+    ) -> _ContainerShell:
         api = container.client.api
         execution = api.exec_create(
             container.id,
             ["/bin/bash", "-c", DRIVER, SHELL_NAME, "all", ""],
             stdin=True,
-            workdir=WORK_FOLDER,
-            environment=_ENVIRONMENT,
+            workdir=folder,
+            environment=dict(environment),
         )
         return cls(container, api.exec_start(execution["Id"], socket=True), loop)
 
@@ -214,14 +224,23 @@ class _ContainerShell:
 class DockerSandboxProvider:
     """Makes one container per episode from `settings.image`, with `settings`' limits.
 
-    A server `start`s it, which removes the containers that servers no longer running left on this
-    host, and `close`s it, which waits for the removals its sandboxes' teardowns left running.
+    A container has a network only when its settings ask for one and `allow_network` grants it (a
+    server started allowing the internet). A server `start`s it, which removes the containers that
+    servers no longer running left on this host, and `close`s it, which waits for the removals its
+    sandboxes' teardowns left running.
     """
 
     name = "docker"
 
-    def __init__(self, settings: SandboxConfig | None = None, *, client: Any = None) -> None:
+    def __init__(
+        self, settings: SandboxConfig | None = None, *, client: Any = None, allow_network: bool = False
+    ) -> None:
         self.settings = settings or SandboxConfig(provider="docker")
+        self.networked = self.settings.network and allow_network
+        self._home: str | None = None
+        """HOME for an image of its own that declares none (the engine's exec sets none): root's."""
+        self.caps_storage = True
+        """Whether the engine caps a container's disk, until it once says it cannot."""
         self.client = client if client is not None else docker_client()
         self.removals = Removals()
         self._check_image()
@@ -234,7 +253,7 @@ class DockerSandboxProvider:
 
     async def started(self) -> DockerSandbox:
         """A sandbox whose container and shell run, with no files yet."""
-        sandbox = DockerSandbox(await run_sync(self._start), self.removals)
+        sandbox = DockerSandbox(await run_sync(self._start), self.removals, self.settings)
         try:
             await sandbox.check()
         except BaseException:
@@ -268,27 +287,21 @@ class DockerSandboxProvider:
         name = f"agent-env-sandbox-{uuid.uuid4().hex}"
         uid, _, gid = settings.user.partition(":")
         owned = f"uid={uid},gid={gid or uid}"
-        try:
-            container = self.client.containers.create(
-                settings.image,
-                command=_INIT,
-                name=name,
-                network_mode="none",
-                nano_cpus=int(settings.cpus * 1e9),
-                mem_limit=f"{settings.memory_mb}m",
-                memswap_limit=f"{settings.memory_mb}m",
-                pids_limit=settings.pids_limit,
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                read_only=True,
-                user=settings.user,
-                tmpfs={
+        if settings.workdir is None:
+            filesystem: dict[str, Any] = {
+                "read_only": True,
+                "working_dir": WORK_FOLDER,
+                "tmpfs": {
                     WORK_FOLDER: f"rw,size={settings.work_mb}m,mode=0755,{owned}",
                     "/tmp": f"rw,size={settings.work_mb}m,mode=1777",
                 },
-                working_dir=WORK_FOLDER,
-                labels=owner_labels(),
-            )
+            }
+        else:  # the image's own folder, on a writable root (capped where the engine can)
+            filesystem = {"read_only": False, "working_dir": settings.workdir}
+            if settings.storage_mb is not None and self.caps_storage:
+                filesystem["storage_opt"] = {"size": f"{settings.storage_mb}m"}
+        try:
+            container = self._create(name, filesystem)
             container.start()
         except BaseException:
             with contextlib.suppress(Exception):
@@ -296,20 +309,63 @@ class DockerSandboxProvider:
             raise
         return container
 
+    def _create(self, name: str, filesystem: dict[str, Any]) -> Any:
+        """Create the container; an engine that cannot cap its disk (`storage_opt`) is told once, in
+        the log, and the container is made without the cap."""
+        import docker.errors
+
+        settings = self.settings
+        try:
+            return self.client.containers.create(
+                settings.image,
+                command=_INIT,
+                name=name,
+                network_mode="bridge" if self.networked else "none",
+                nano_cpus=int(settings.cpus * 1e9),
+                mem_limit=f"{settings.memory_mb}m",
+                memswap_limit=f"{settings.memory_mb}m",
+                pids_limit=settings.pids_limit,
+                cap_drop=["ALL"],
+                cap_add=list(settings.capabilities) or None,
+                security_opt=["no-new-privileges"],
+                user=settings.user,
+                environment={**({"HOME": self._home} if self._home else {}), **dict(settings.environment)}
+                or None,
+                labels=owner_labels(),
+                **filesystem,
+            )
+        except docker.errors.APIError as exc:
+            if "storage_opt" not in filesystem or "storage" not in str(exc).lower():
+                raise
+            self.caps_storage = False
+            if not _UNCAPPED_TOLD.is_set():
+                _UNCAPPED_TOLD.set()
+                log.warning(
+                    "the Docker engine cannot cap a container's disk (%s): the tasks' storage_mb is not "
+                    "applied",
+                    exc.explanation or exc,
+                )
+            with contextlib.suppress(Exception):
+                self.client.api.remove_container(name, force=True)
+            return self._create(name, {k: v for k, v in filesystem.items() if k != "storage_opt"})
+
     def _check_image(self) -> None:
         import docker.errors
 
         try:
-            self.client.images.get(self.settings.image)
+            image = self.client.images.get(self.settings.image)
         except docker.errors.ImageNotFound as exc:
             raise SandboxUnavailableError(
                 f"the Docker engine has no image '{self.settings.image}'. Build the default one with "
                 f"`agent-env sandbox-image --tag {self.settings.image}`, or set [sandbox] image in "
                 "bundle.toml to an image that has /bin/bash"
             ) from exc
+        declared = (image.attrs.get("Config") or {}).get("Env") or []
+        if self.settings.workdir is not None and not any(str(e).startswith("HOME=") for e in declared):
+            self._home = "/root" if self.settings.user.split(":")[0] == "0" else self.settings.workdir
 
 
-def _unpack_by_exec(container: Any, archive: bytes) -> tuple[int | None, str]:
+def _unpack_by_exec(container: Any, archive: bytes, folder: str) -> tuple[int | None, str]:
     """Unpack `archive` into the work folder with the container's own `tar` in an exec of its own, fed
     on its stdin; its exit code and output. For archives too big for one command of the shell.
 
@@ -317,7 +373,7 @@ def _unpack_by_exec(container: Any, archive: bytes) -> tuple[int | None, str]:
     root filesystem is read-only; so the files go in from inside, as the container's user.
     """
     api = container.client.api
-    execution = api.exec_create(container.id, ["tar", "-x", "-C", WORK_FOLDER], stdin=True)
+    execution = api.exec_create(container.id, ["tar", "-x", "-C", folder], stdin=True)
     attached = api.exec_start(execution["Id"], socket=True)
     connection = raw_socket(attached)
     output = CappedOutput(_PAGE)

@@ -521,3 +521,55 @@ def test_teardown_runs_an_env_s_own_sync_close_on_a_thread_of_its_own_and_skips_
     assert log == ["logbook set up", "logbook closed"]
     assert [name.rsplit(".", 1)[-1] for name in threads] == ["close"]
     assert episode.state is EpisodeState.TORN_DOWN
+
+
+def timed(seconds: float) -> Task:
+    """The wharf's bash task with a time limit, scored 1 when its sandbox holds `state`."""
+    from agent_env.verifiers import BashCheck
+
+    return dataclasses.replace(
+        example("manifest-total-000"),
+        verifiers=(Verifier(BashCheck(type="bash", command="test -f state")),),
+        time_limit_s=seconds,
+    )
+
+
+def test_a_command_running_when_the_time_limit_runs_out_is_cut_short_and_the_episode_scored_as_it_stands():
+    async def main() -> tuple[str, float, Any, EpisodeError]:
+        episode = Episode(timed(1.0), provider="local")
+        try:
+            await episode.deploy()
+            await episode.call_tool("bash", {"command": "touch state"})
+            started = asyncio.get_running_loop().time()
+            cut = await episode.call_tool("bash", {"command": "sleep 30"})
+            seconds = asyncio.get_running_loop().time() - started
+            with pytest.raises(EpisodeError) as later:
+                await episode.call_tool("bash", {"command": "true"})
+            return cut, seconds, episode.final, later.value
+        finally:
+            await episode.teardown()
+
+    cut, seconds, final, later = asyncio.run(main())
+
+    assert seconds < 5
+    assert cut.endswith("[the task's time limit of 1 s ran out: the episode is over]")
+    assert final is not None and (final.done, final.score) == (True, 1.0)
+    assert later.code == "NO_OPEN_TURN"
+
+
+def test_a_call_after_the_time_limit_runs_nothing_and_scores_the_episode_as_it_stands():
+    async def main() -> tuple[str, Any, list[str]]:
+        episode = Episode(timed(0.2), provider="local")
+        try:
+            await episode.deploy()
+            await asyncio.sleep(0.4)
+            late = await episode.call_tool("bash", {"command": "touch state"})
+            return late, episode.final, [event.kind for event in episode.events]
+        finally:
+            await episode.teardown()
+
+    late, final, kinds = asyncio.run(main())
+
+    assert late == "[the task's time limit of 0.2 s ran out: the episode is over]"
+    assert final is not None and final.score == 0.0
+    assert kinds[:3] == ["deployed", "turn_ended", "scored"]

@@ -183,14 +183,16 @@ class AgentEnv:
         token: str | None = None,
         record: str | Path | None = None,
         warm: int | None = None,
+        allow_internet: bool = False,
         **options: Any,
     ) -> AgentEnv:
         """Serve `bundle` in this process on a free loopback port, and use it.
 
         `max_concurrent_envs` defaults to `MAX_CONCURRENT_ENVS`, else 64; `record` is a folder for
         every episode's trajectory (as `agent-env serve --record`), `warm` the Docker sandboxes'
-        warm pool (as `--warm`). The server stops, after tearing down every episode, at `close()` or
-        when the process exits.
+        warm pool (as `--warm`), `allow_internet` a network for the tasks that ask for one (as
+        `--allow-internet`; a folder of Harbor tasks is a bundle too). The server stops, after tearing
+        down every episode, at `close()` or when the process exits.
         """
         from agent_env.openenv import build_app
 
@@ -201,6 +203,7 @@ class AgentEnv:
             token=token,
             record=record,
             warm=warm,
+            allow_internet=allow_internet,
         )
         return cls.serving(app, token=token, **options)
 

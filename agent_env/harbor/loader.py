@@ -1,0 +1,433 @@
+"""Harbor task folders read as a bundle's parts: each task's prompt, container, verifier and
+reference play, checked at load with every problem named by its task folder and how to fix it.
+
+A task folder holds instruction.md and task.toml, environment/ (a Dockerfile) or an
+`[environment] docker_image`, tests/test.sh and, optionally, solution/solve.sh. A dataset is a folder
+of task folders. `agent_env.bundle.load_bundle` hands a path here when it names one (detected by
+those files, or written `harbor:PATH`), and makes the `Bundle` of what `read_harbor` returns.
+
+Every task is in split `train` unless `agent-env-splits.toml`, beside the task folders, maps task
+folders to splits (`eval = ["task-a", "task-b"]`); the tasks it does not name stay in `train`.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from agent_env._digest import folder_digest
+from agent_env.errors import Problem, validation_problems
+from agent_env.harbor.config import TaskToml, resolve_env
+from agent_env.harbor.verifier import TEST_SCRIPT, HarborTests
+from agent_env.sandbox.config import SandboxConfig
+from agent_env.specs import DEFAULT_ROLE, ScriptedCall, ScriptedTurn, Solution
+from agent_env.task import Agent, AgentConfig, BundleConfig, Task
+from agent_env.toolset import Toolset
+from agent_env.verifiers import ScriptCheck, Verifier
+
+PREFIX = "harbor:"
+"""Written before a path (`harbor:tasks/`), it names Harbor task folders whatever they hold."""
+SPLITS_FILE = "agent-env-splits.toml"
+DEFAULT_SPLIT = "train"
+DEFAULT_COMMAND_TIMEOUT_S = 600.0
+"""One bash command's deadline when the task gives no [agent] timeout_sec."""
+ROOT_CAPABILITIES = (
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "SETGID",
+    "SETUID",
+    "NET_BIND_SERVICE",
+)
+"""What root keeps in a Harbor task's container, as in Harbor's own (Docker's defaults, less raw
+sockets, device nodes, audit and file capabilities): tasks install and chown as root."""
+MAX_TESTS_BYTES = 64 * 2**20
+_AGENT = Agent("agent", envs=(), role=DEFAULT_ROLE, bash=True)
+_SOLUTION_END = "AGENT_ENV_SOLUTION_EOF"
+
+log = logging.getLogger("agent_env.harbor")
+
+
+@dataclass(frozen=True)
+class HarborTasks:
+    """What a folder of Harbor tasks makes: a bundle's parts, for `load_bundle` to assemble."""
+
+    name: str
+    path: Path
+    config: BundleConfig
+    splits: Mapping[str, tuple[Task, ...]]
+    content_digest: str
+    solutions: Mapping[str, Mapping[str, Solution]] = field(default_factory=dict)
+    agents: Mapping[str, Agent] = field(default_factory=lambda: {_AGENT.name: _AGENT})
+
+
+def harbor_folder(path: str | Path) -> Path | None:
+    """The folder of Harbor tasks `path` names (explicitly, `harbor:PATH`, or by its files), else None."""
+    text = str(path)
+    if text.startswith(PREFIX):
+        return Path(text.removeprefix(PREFIX))
+    folder = Path(path)
+    if (folder / "bundle.toml").exists() or not folder.is_dir():
+        return None
+    if _is_task(folder):
+        return folder
+    return folder if any(_is_task(child) for child in _children(folder)) else None
+
+
+def _is_task(folder: Path) -> bool:
+    """A folder meant as a task: it has either file of one (the other, if missing, is a problem)."""
+    return (folder / "task.toml").is_file() or (folder / "instruction.md").is_file()
+
+
+def _children(folder: Path) -> list[Path]:
+    return sorted(child for child in folder.iterdir() if child.is_dir() and not child.name.startswith("."))
+
+
+def read_harbor(
+    path: Path, *, build: bool = True, client: Any = None
+) -> tuple[HarborTasks | None, list[Problem]]:
+    """The tasks under `path` (one task folder, or a folder of them), and every problem found. With
+    `build`, each task's image is built (or found) in the Docker engine (`client`, default: the one
+    DOCKER_HOST names), which a problem names when it cannot."""
+    return _Reader(path, build, client).read()
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """A task folder whose files loaded: what its task is made of once its image is there."""
+
+    folder: Path
+    where: str
+    config: TaskToml
+    instruction: str
+    tests: Mapping[str, bytes]
+    env: Mapping[str, str]
+    verifier_env: Mapping[str, str]
+    solution_env: Mapping[str, str]
+
+
+class _Reader:
+    def __init__(self, path: Path, build: bool, client: Any) -> None:
+        self.shown = str(path)
+        self.root = path.resolve()
+        self.build = build
+        self.client = client
+        self.problems: list[Problem] = []
+
+    def problem(self, where: str, message: str) -> None:
+        self.problems.append(Problem(where, message))
+
+    def read(self) -> tuple[HarborTasks | None, list[Problem]]:
+        if not self.root.is_dir():
+            self.problem(
+                "", f"{self.shown} is not a folder of Harbor tasks (task.toml and instruction.md in each)"
+            )
+            return None, self.problems
+        single = (self.root / "task.toml").exists() or (self.root / "instruction.md").exists()
+        folders = [self.root] if single else [c for c in _children(self.root) if _is_task(c)]
+        if not folders:
+            self.problem(
+                "",
+                f"{self.shown} holds no Harbor task: a task folder has task.toml and instruction.md, and a "
+                "dataset is a folder of task folders",
+            )
+            return None, self.problems
+        checked = [self._checked(folder, "" if single else f"{folder.name}/") for folder in folders]
+        splits_of = self._splits([f.name for f in folders]) if not single else {}
+        if self.problems:  # no image is built for a dataset that does not load
+            return None, self.problems
+        tasks: dict[str, tuple[Task, Solution | None]] = {}
+        for one in checked:
+            assert one is not None
+            made = self._made(one)
+            if made is not None:
+                tasks[one.folder.name] = made
+        if self.problems:
+            return None, self.problems
+        grouped: dict[str, list[str]] = {}
+        for name in tasks:
+            grouped.setdefault(splits_of.get(name, DEFAULT_SPLIT), []).append(name)
+        splits: dict[str, tuple[Task, ...]] = {}
+        solutions: dict[str, dict[str, Solution]] = {}
+        for split, names in grouped.items():
+            placed = []
+            for index, name in enumerate(names):
+                task, solution = tasks[name]
+                placed.append(_placed(task, split, index))
+                if solution is not None:
+                    solutions.setdefault(split, {})[task.id] = solution
+            splits[split] = tuple(placed)
+        name = self.root.name
+        config = BundleConfig(
+            name=name,
+            description=f"Harbor tasks from {name}",
+            agents={_AGENT.name: AgentConfig(bash=True)},
+            sandbox=SandboxConfig(provider="docker"),
+        )
+        return HarborTasks(
+            name, self.root, config, splits, folder_digest(self.root), solutions
+        ), self.problems
+
+    def _checked(self, folder: Path, where: str) -> _Checked | None:
+        """The task folder's files, read and checked; None (with its problems) when they do not load."""
+        before = len(self.problems)
+        instruction = folder / "instruction.md"
+        if not instruction.is_file():
+            self.problem(f"{where}instruction.md", "missing: write the task's prompt for the agent in it")
+        config = self._config(folder, where)
+        for part, why in (
+            ("steps", "multi-step tasks (steps/) are not supported: keep one instruction.md per task"),
+            ("environment/docker-compose.yaml", "compose environments are not supported: use one Dockerfile"),
+            ("environment/docker-compose.yml", "compose environments are not supported: use one Dockerfile"),
+            ("environment/compose.yaml", "compose environments are not supported: use one Dockerfile"),
+            (
+                "tests/Dockerfile",
+                "a separate verifier environment is not supported: test.sh runs in the task's",
+            ),
+        ):
+            if (folder / part).exists():
+                self.problem(f"{where}{part}", why)
+        if not (folder / "tests" / "test.sh").is_file():
+            self.problem(
+                f"{where}tests/test.sh",
+                "missing: write the script that checks the work and writes "
+                "/logs/verifier/reward.txt (a number) or reward.json (named numbers)",
+            )
+        if config is None or len(self.problems) > before:
+            return None
+        environment = config.environment
+        if environment.docker_image is None and not (folder / "environment" / "Dockerfile").is_file():
+            self.problem(
+                f"{where}environment/Dockerfile",
+                "missing: write the task's Dockerfile there, or name an image in [environment] docker_image",
+            )
+            return None
+        env, missing = resolve_env(environment.env)
+        verifier_env, missing_too = resolve_env(config.verifier.env)
+        solution_env, missing_also = resolve_env(config.solution.env)
+        for variable in sorted({*missing, *missing_too, *missing_also}):
+            self.problem(
+                f"{where}task.toml",
+                f"uses ${{{variable}}}, which is not set here: set it, or give a default "
+                f"(${{{variable}:-value}})",
+            )
+        tests = self._files(folder / "tests", f"{where}tests/")
+        if len(self.problems) > before or tests is None:
+            return None
+        text = instruction.read_text(encoding="utf-8")
+        return _Checked(folder, where, config, text, tests, env, verifier_env, solution_env)
+
+    def _made(self, checked: _Checked) -> tuple[Task, Solution | None] | None:
+        """The task and its reference play, its image built (or found) first; None if it cannot be."""
+        folder, where, config, env = checked.folder, checked.where, checked.config, checked.env
+        environment = config.environment
+        workdir = environment.workdir
+        image = environment.docker_image or "agent-env-harbor:unbuilt"
+        if self.build:
+            built = self._image(folder, where, environment.docker_image, environment.build_timeout_sec)
+            if built is None:
+                return None
+            image, workdir = built.tag, workdir or built.workdir
+        workdir = workdir or "/"
+        time_limit = config.agent.timeout_sec
+        settings = SandboxConfig(
+            provider="docker",
+            image=image,
+            workdir=workdir,
+            cpus=environment.cpus,
+            memory_mb=environment.memory_mb,
+            storage_mb=environment.storage_mb,
+            network=environment.allow_internet and environment.network_mode != "no-network",
+            capabilities=ROOT_CAPABILITIES,
+            environment=tuple(env.items()),
+            user="0:0",
+            pids_limit=1024,
+            command_timeout_s=time_limit or DEFAULT_COMMAND_TIMEOUT_S,
+        )
+        check = ScriptCheck(type="test_script", script=TEST_SCRIPT, timeout_s=config.verifier.timeout_sec)
+        run = HarborTests(
+            folder.name, checked.tests, config.verifier.timeout_sec, workdir, checked.verifier_env
+        )
+        task = Task(
+            id=folder.name,
+            split=DEFAULT_SPLIT,
+            index=0,
+            agent=_AGENT,
+            turns=(checked.instruction,),
+            toolset=Toolset(envs=(), role=DEFAULT_ROLE, access=(), bash=True),
+            verifiers=(Verifier(check, run),),
+            sandbox_settings=settings,
+            time_limit_s=time_limit,
+        )
+        solution = self._solution(folder, where, workdir, checked.solution_env)
+        return task, solution
+
+    def _config(self, folder: Path, where: str) -> TaskToml | None:
+        file = folder / "task.toml"
+        if not file.is_file():
+            self.problem(
+                f"{where}task.toml",
+                "missing: write the task's settings in it ([agent], [verifier], [environment])",
+            )
+            return None
+        try:
+            raw = tomllib.loads(file.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            self.problem(f"{where}task.toml", f"malformed TOML: {exc}; fix its syntax")
+            return None
+        try:
+            config = TaskToml.model_validate(raw)
+        except ValidationError as exc:
+            for message in validation_problems(exc, noun="field"):
+                self.problem(f"{where}task.toml", message)
+            return None
+        for name in config.unknown_fields():
+            _warn(
+                f"{where}task.toml: field '{name}' is not one this loader knows (a newer Harbor's?): ignored"
+            )
+        environment = config.environment
+        refusals = {
+            "environment.gpus": (
+                environment.gpus > 0 or bool(environment.gpu_types),
+                "GPUs are not supported",
+            ),
+            "environment.mcp_servers": (
+                bool(environment.mcp_servers),
+                "MCP servers in a Harbor task are not supported: serve the tools as a bundle's MCP env",
+            ),
+            "environment.network_mode": (
+                environment.network_mode == "allowlist" or bool(environment.allowed_hosts),
+                "an allowlist of hosts is not supported: allow the internet or not",
+            ),
+            "environment.memory": (environment.memory is not None, "write memory_mb (a number of MB)"),
+            "environment.storage": (environment.storage is not None, "write storage_mb (a number of MB)"),
+        }
+        for field_name, (refused, why) in refusals.items():
+            if refused:
+                self.problem(f"{where}task.toml: {field_name}", why)
+        for field_name, given in (
+            ("agent.user", config.agent.user),
+            ("verifier.user", config.verifier.user),
+            ("environment.healthcheck", environment.healthcheck),
+            ("environment.skills_dir", environment.skills_dir),
+        ):
+            if given is not None:
+                _warn(
+                    f"{where}task.toml: {field_name} is not applied here: commands run as root, from the "
+                    "first turn on"
+                )
+        return config
+
+    def _files(self, folder: Path, where: str) -> dict[str, bytes] | None:
+        files: dict[str, bytes] = {}
+        total = 0
+        for file in sorted(p for p in folder.rglob("*") if p.is_file()):
+            if not file.resolve().is_relative_to(self.root):
+                self.problem(
+                    f"{where}{file.name}", "leaves the task folder (a symlink): keep every file inside it"
+                )
+                return None
+            total += file.stat().st_size
+            if total > MAX_TESTS_BYTES:
+                self.problem(where, f"holds over {MAX_TESTS_BYTES // 2**20} MiB: keep big data in the image")
+                return None
+            files[file.relative_to(folder).as_posix()] = file.read_bytes()
+        return files
+
+    def _image(self, folder: Path, where: str, docker_image: str | None, timeout_s: float) -> Any:
+        from agent_env.errors import SandboxUnavailableError
+        from agent_env.sandbox.docker_build import task_image
+        from agent_env.sandbox.docker_engine import docker_client
+        from agent_env.sandbox.docker_image import ImageBuildError
+
+        try:
+            if self.client is None:
+                self.client = docker_client()
+            return task_image(self.client, folder / "environment", docker_image, timeout_s)
+        except ImageBuildError as exc:
+            self.problem(f"{where}environment/", str(exc))
+        except SandboxUnavailableError as exc:
+            self.problem(
+                f"{where}environment/",
+                f"Harbor tasks run in Docker, and their images are built at load: {exc}",
+            )
+            self.build = False  # one such problem is enough
+        return None
+
+    def _solution(self, folder: Path, where: str, workdir: str, env: Mapping[str, str]) -> Solution | None:
+        """solution/ as the reference play: one bash call that copies it to /solution and runs solve.sh."""
+        solve = folder / "solution" / "solve.sh"
+        if not solve.is_file():
+            return None
+        files = self._files(folder / "solution", f"{where}solution/")
+        if files is None:
+            return None
+        lines = ["mkdir -p /solution"]
+        for relative, content in files.items():
+            target = shlex.quote(f"/solution/{relative}")
+            if "/" in relative:
+                lines.append(f"mkdir -p {shlex.quote(str(Path('/solution', relative).parent))}")
+            text = _text(content)
+            if text is not None and _SOLUTION_END not in text:
+                lines.append(f"cat > {target} <<'{_SOLUTION_END}'\n{text.rstrip(chr(10))}\n{_SOLUTION_END}")
+            else:
+                import base64
+
+                lines.append(f"printf %s '{base64.b64encode(content).decode()}' | base64 -d > {target}")
+        exports = "".join(f"export {name}={shlex.quote(value)}; " for name, value in env.items())
+        lines.append(f"cd {shlex.quote(workdir)} && {exports}bash /solution/solve.sh")
+        call = ScriptedCall(tool="bash", arguments={"command": "\n".join(lines)})
+        return Solution(id=folder.name, turns=[ScriptedTurn(calls=[call], reply="done")])
+
+    def _splits(self, names: list[str]) -> dict[str, str]:
+        file = self.root / SPLITS_FILE
+        if not file.is_file():
+            return {}
+        try:
+            raw = tomllib.loads(file.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            self.problem(SPLITS_FILE, f"malformed TOML: {exc}")
+            return {}
+        placed: dict[str, str] = {}
+        for split, tasks in raw.items():
+            if not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks):
+                self.problem(SPLITS_FILE, f"split '{split}' must be a list of task folder names")
+                continue
+            for name in tasks:
+                if name not in names:
+                    self.problem(SPLITS_FILE, f"split '{split}' names '{name}', which is no task folder here")
+                elif name in placed:
+                    self.problem(
+                        SPLITS_FILE, f"task '{name}' is in splits '{placed[name]}' and '{split}': keep one"
+                    )
+                else:
+                    placed[name] = split
+        return placed
+
+
+def _placed(task: Task, split: str, index: int) -> Task:
+    from dataclasses import replace
+
+    return replace(task, split=split, index=index)
+
+
+def _text(content: bytes) -> str | None:
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _warn(message: str) -> None:
+    """A task.toml field this loader does not know (Harbor's format grows) or does not apply: said in
+    the log, never an error."""
+    log.warning("%s", message)

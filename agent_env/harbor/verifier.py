@@ -1,0 +1,165 @@
+"""A Harbor task's verifier: after the last turn, tests/ is copied to /tests and test.sh runs as Harbor
+runs it; the reward it writes is the score.
+
+`/logs/verifier/reward.json` (named numbers) takes precedence over `/logs/verifier/reward.txt` (one
+number). With reward.json, every named number is a component of the score, and the score is its
+`reward` key; without one, reward.txt's number if it wrote that too (as Harbor does), else the mean of
+the named numbers. A reward that is missing, empty, not a number or not finite, and a test.sh past
+`[verifier] timeout_sec`, leave the episode unscorable (VERIFIER_FAILED: None to a trainer), never 0.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_env._errors import AgentEnvError
+from agent_env.errors import EpisodeError, ErrorCode
+from agent_env.sandbox.base import CommandResult
+from agent_env.verifiers import Judgement, ScoringContext
+
+TESTS_DIR = "/tests"
+LOGS_DIR = "/logs/verifier"
+TEST_SCRIPT = f"{TESTS_DIR}/test.sh"
+_CHUNK = 48 * 1024
+"""Base64 sent per command (a command is one argument of at most 128 KiB to `bash -c`)."""
+_STEP_TIMEOUT_S = 60.0
+_MISSING = 3
+
+
+class RewardError(AgentEnvError, ValueError):
+    """The reward files hold no score: what is wrong with them."""
+
+
+@dataclass(frozen=True)
+class HarborTests:
+    """How a task's tests run: their files (tests/, by relative path), its time limit, and where."""
+
+    task: str
+    files: Mapping[str, bytes] = field(repr=False)
+    timeout_s: float
+    workdir: str
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    async def __call__(self, context: ScoringContext) -> Judgement:
+        await self._copy_tests(context)
+        exports = "".join(f"export {name}={shlex.quote(value)}; " for name, value in self.env.items())
+        output = f"{LOGS_DIR}/test-stdout.txt"
+        ran = await context.bash(
+            f"cd {shlex.quote(self.workdir)} && {exports}bash {TEST_SCRIPT} > {output} 2>&1", self.timeout_s
+        )
+        if ran.timed_out:
+            raise self._unscorable(
+                f"tests/test.sh ran past its [verifier] timeout_sec of {self.timeout_s:g} s",
+                await self._log(context),
+            )
+        as_json = await _read(context, f"{LOGS_DIR}/reward.json")
+        as_text = await _read(context, f"{LOGS_DIR}/reward.txt")
+        try:
+            return judge(as_json, as_text)
+        except RewardError as exc:
+            raise self._unscorable(str(exc), await self._log(context)) from None
+
+    async def _copy_tests(self, context: ScoringContext) -> None:
+        encoded = base64.b64encode(_tar(self.files)).decode()
+        staged = "/tmp/agent-env-tests.tar.b64"
+        steps = [f"rm -rf {TESTS_DIR} {LOGS_DIR} {staged} && mkdir -p {TESTS_DIR} {LOGS_DIR}"]
+        steps += [
+            f"printf %s '{encoded[n : n + _CHUNK]}' >> {staged}" for n in range(0, len(encoded), _CHUNK)
+        ]
+        steps.append(f"set -o pipefail; base64 -d {staged} | tar -x -C {TESTS_DIR} && rm -f {staged}")
+        for step in steps:
+            done = await context.bash(step, _STEP_TIMEOUT_S)
+            if not done.ok:
+                raise EpisodeError(
+                    ErrorCode.VERIFIER_FAILED,
+                    f"task '{self.task}': could not copy tests/ to {TESTS_DIR} ({_said(done)}): the image "
+                    "needs bash, base64 and tar, and a writable /tests and /tmp",
+                )
+
+    async def _log(self, context: ScoringContext) -> str:
+        tail = await context.bash(f"tail -c 600 {LOGS_DIR}/test-stdout.txt", _STEP_TIMEOUT_S)
+        return tail.output.strip() if tail.ok else ""
+
+    def _unscorable(self, why: str, log: str) -> EpisodeError:
+        said = f"; test.sh's output ends: {log}" if log else ""
+        return EpisodeError(
+            ErrorCode.VERIFIER_FAILED,
+            f"task '{self.task}' is unscorable: {why} (an unscorable episode has no reward, never 0){said}",
+        )
+
+
+def judge(as_json: str | None, as_text: str | None) -> Judgement:
+    """The score from the reward files' text (None: the file is missing); RewardError saying what is
+    wrong when there is none to give."""
+    if as_json is not None:
+        if not as_json.strip():
+            raise RewardError(f"{LOGS_DIR}/reward.json is empty")
+        try:
+            parsed: Any = json.loads(as_json)
+        except ValueError:
+            raise RewardError(f"{LOGS_DIR}/reward.json is not JSON: {as_json[:200]!r}") from None
+        if not isinstance(parsed, dict):
+            raise RewardError(f"{LOGS_DIR}/reward.json is not an object of named rewards: {as_json[:200]!r}")
+        named = {
+            str(key): float(value)
+            for key, value in parsed.items()
+            if isinstance(value, int | float) and not isinstance(value, bool)
+        }
+        if not named:
+            raise RewardError(f"{LOGS_DIR}/reward.json names no numeric reward: {as_json[:200]!r}")
+        bad = [key for key, value in named.items() if not math.isfinite(value)]
+        if bad:
+            raise RewardError(f"{LOGS_DIR}/reward.json's {', '.join(bad)} is not a finite number")
+        if "reward" in named:
+            return Judgement(named["reward"], named)
+        if as_text is not None:
+            return Judgement(_number(as_text), named)
+        return Judgement(math.fsum(named.values()) / len(named), named)
+    if as_text is not None:
+        return Judgement(_number(as_text))
+    raise RewardError(f"test.sh wrote neither {LOGS_DIR}/reward.txt nor {LOGS_DIR}/reward.json")
+
+
+def _number(text: str) -> float:
+    if not text.strip():
+        raise RewardError(f"{LOGS_DIR}/reward.txt is empty")
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise RewardError(f"{LOGS_DIR}/reward.txt is not a number: {text.strip()[:200]!r}") from None
+    if not math.isfinite(value):
+        raise RewardError(f"{LOGS_DIR}/reward.txt is not a finite number: {text.strip()[:200]!r}")
+    return value
+
+
+async def _read(context: ScoringContext, path: str) -> str | None:
+    """A reward file's text, or None if test.sh did not write it."""
+    read = await context.bash(f"[ -f {path} ] || exit {_MISSING}; cat {path}", _STEP_TIMEOUT_S)
+    if read.exit_code == _MISSING:
+        return None
+    if not read.ok:
+        raise EpisodeError(ErrorCode.VERIFIER_FAILED, f"could not read {path}: {_said(read)}")
+    return read.output
+
+
+def _said(result: CommandResult) -> str:
+    return f"exit {result.exit_code}: {result.output.strip()[:300]!r}"
+
+
+def _tar(files: Mapping[str, bytes]) -> bytes:
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for relative, content in sorted(files.items()):
+            info = tarfile.TarInfo(relative)
+            info.size, info.mode = len(content), 0o755 if relative.endswith(".sh") else 0o644
+            tar.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()

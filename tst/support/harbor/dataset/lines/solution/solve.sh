@@ -1,0 +1,2 @@
+#!/bin/bash
+wc -l < /data/manifest.txt | tr -d " " > /data/count.txt

@@ -1,0 +1,3 @@
+#!/bin/bash
+mkdir -p /logs/verifier
+printf "%s" "$REWARD" > /logs/verifier/reward.txt

@@ -1,0 +1,188 @@
+"""Harbor task folders read at load, before any image is built: what each task becomes, and every
+malformed folder refused with its task folder and the fix."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agent_env import ArgumentError, BundleError, Episode, load_bundle
+from agent_env.harbor import harbor_folder
+from agent_env.harbor.loader import read_harbor
+from agent_env.harbor.verifier import HarborTests
+from agent_env.verifiers import ScriptCheck
+from tst.support.harbor_tasks import DATASET, EDGE, MALFORMED
+
+
+def unbuilt(path: Path):  # type: ignore[no-untyped-def]
+    read, problems = read_harbor(path, build=False)
+    assert problems == [] and read is not None
+    return read
+
+
+def problems_of(path: Path | str) -> list[str]:
+    with pytest.raises(BundleError) as raised:
+        load_bundle(path)
+    return [str(problem) for problem in raised.value.problems]
+
+
+def test_a_folder_of_task_folders_and_a_single_task_folder_are_found_by_their_files_and_a_bundle_is_not():
+    assert harbor_folder(DATASET) == DATASET
+    assert harbor_folder(DATASET / "greeting") == DATASET / "greeting"
+    assert harbor_folder(Path(__file__).parents[3] / "examples" / "wharf") is None
+    assert harbor_folder(f"harbor:{DATASET}") == DATASET
+
+
+def test_each_task_is_its_instruction_as_the_one_turn_with_bash_and_its_test_script_as_the_verifier():
+    read = unbuilt(DATASET)
+    tasks = {task.id: task for task in read.splits["train"]}
+
+    greeting = tasks["greeting"]
+    assert list(read.splits) == ["train"] and sorted(tasks) == ["greeting", "lines", "marker"]
+    assert greeting.turns == ("Write the word hello into the file /app/greeting.txt.\n",)
+    assert greeting.toolset.bash and greeting.toolset.envs == ()
+    assert [type(v.spec) for v in greeting.verifiers] == [ScriptCheck]
+    assert greeting.verifiers[0].spec.timeout_s == 30.0
+    assert greeting.time_limit_s == 60.0
+    settings = greeting.sandbox_settings
+    assert (settings.provider, settings.cpus, settings.memory_mb, settings.storage_mb) == (
+        "docker",
+        1,
+        256,
+        512,
+    )
+    assert settings.network is False and settings.command_timeout_s == 60.0
+
+
+def test_the_test_scripts_files_and_env_stay_on_the_server_and_the_task_spec_shows_neither():
+    tasks = {task.id: task for task in unbuilt(DATASET).splits["train"]}
+    lines = tasks["lines"]
+    run = lines.verifiers[0].function
+
+    assert isinstance(run, HarborTests)
+    assert set(run.files) == {"test.sh"} and run.env == {"EXPECTED": "4"}
+    spec = lines.spec.model_dump_json()
+    assert "EXPECTED" not in spec and "reward.json" not in spec and "solve" not in spec
+
+
+def test_a_tasks_solution_is_one_bash_call_that_writes_solve_sh_to_solution_and_runs_it_in_the_workdir():
+    read = unbuilt(DATASET)
+    solution = read.solutions["train"]["lines"]
+
+    [turn] = solution.turns
+    [call] = turn.calls
+    command = call.arguments["command"]
+    assert call.tool == "bash" and solution.expected_score == 1.0
+    assert "cat > /solution/solve.sh <<'AGENT_ENV_SOLUTION_EOF'\n#!/bin/bash\nwc -l" in command
+    assert command.endswith("bash /solution/solve.sh")
+
+
+def test_a_sidecar_maps_task_folders_to_splits_and_the_rest_stay_in_train(tmp_path: Path):
+    shutil.copytree(DATASET, tmp_path / "tasks")
+    (tmp_path / "tasks" / "agent-env-splits.toml").write_text('eval = ["lines"]\n')
+
+    read = unbuilt(tmp_path / "tasks")
+
+    assert {split: [t.id for t in tasks] for split, tasks in read.splits.items()} == {
+        "train": ["greeting", "marker"],
+        "eval": ["lines"],
+    }
+    assert [t.index for t in read.splits["train"]] == [0, 1]
+    assert list(read.solutions["eval"]) == ["lines"]
+
+
+def test_a_sidecar_naming_a_folder_that_is_no_task_is_refused_with_the_name(tmp_path: Path):
+    shutil.copytree(DATASET, tmp_path / "tasks")
+    (tmp_path / "tasks" / "agent-env-splits.toml").write_text('eval = ["line"]\n')
+
+    read, problems = read_harbor(tmp_path / "tasks", build=False)
+
+    assert read is None
+    assert [str(p) for p in problems] == [
+        "agent-env-splits.toml: split 'eval' names 'line', which is no task folder here"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("folder", "expected"),
+    [
+        ("no-instruction", "instruction.md: missing: write the task's prompt for the agent in it"),
+        ("bad-toml", "task.toml: malformed TOML: Expected ']' at the end of a table declaration"),
+        ("steps", "steps: multi-step tasks (steps/) are not supported"),
+        ("compose", "environment/docker-compose.yaml: compose environments are not supported"),
+        ("gpu", "task.toml: environment.gpus: GPUs are not supported"),
+        ("no-tests", "tests/test.sh: missing: write the script that checks the work"),
+    ],
+)
+def test_a_malformed_task_folder_is_refused_at_load_saying_what_is_wrong_and_the_fix(
+    folder: str, expected: str
+):
+    [problem] = problems_of(MALFORMED / folder)
+
+    assert problem.startswith(expected)
+
+
+def test_in_a_dataset_each_problem_names_its_task_folder_and_every_one_is_reported_at_once(tmp_path: Path):
+    for name in ("no-instruction", "gpu"):
+        shutil.copytree(MALFORMED / name, tmp_path / name)
+    shutil.copytree(DATASET / "marker", tmp_path / "marker")
+
+    problems = problems_of(tmp_path)
+
+    assert [p.split(":")[0] for p in problems] == ["gpu/task.toml", "no-instruction/instruction.md"]
+
+
+def test_a_field_no_version_of_this_loader_knows_is_a_warning_naming_it_and_the_task_still_loads(caplog):
+    with caplog.at_level(logging.WARNING, logger="agent_env.harbor"):
+        read = unbuilt(MALFORMED / "unknown-field")
+
+    assert [t.id for t in read.splits["train"]] == ["unknown-field"]
+    warned = [record.getMessage() for record in caplog.records]
+    assert warned == [
+        "task.toml: field 'agent.turbo' is not one this loader knows (a newer Harbor's?): ignored",
+        "task.toml: field 'environment.shiny_new_option' is not one this loader knows (a newer Harbor's?): "
+        "ignored",
+    ]
+
+
+def test_a_variable_the_task_toml_takes_from_the_host_is_resolved_or_its_absence_is_a_problem(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    task = shutil.copytree(DATASET / "marker", tmp_path / "marker")
+    toml = task / "task.toml"
+    toml.write_text(
+        toml.read_text() + 'env = { TOKEN = "${HARBOR_TEST_TOKEN}", MODE = "${HARBOR_TEST_MODE:-fast}" }\n'
+    )
+    monkeypatch.delenv("HARBOR_TEST_TOKEN", raising=False)
+
+    _, problems = read_harbor(task, build=False)
+    monkeypatch.setenv("HARBOR_TEST_TOKEN", "t0k")
+    read = unbuilt(task)
+
+    assert [str(p) for p in problems] == [
+        "task.toml: uses ${HARBOR_TEST_TOKEN}, which is not set here: set it, or give a default "
+        "(${HARBOR_TEST_TOKEN:-value})"
+    ]
+    assert dict(read.splits["train"][0].sandbox_settings.environment) == {"TOKEN": "t0k", "MODE": "fast"}
+
+
+def test_the_edge_tasks_load_with_their_own_time_limits():
+    tasks = {task.id: task for task in unbuilt(EDGE).splits["train"]}
+
+    assert tasks["agent-timeout"].time_limit_s == 2.0
+    assert tasks["slow-tests"].verifiers[0].spec.timeout_s == 1.0 and tasks["slow-tests"].time_limit_s is None
+
+
+def test_a_harbor_task_asked_to_play_in_the_local_sandbox_is_refused_before_anything_runs():
+    task = unbuilt(DATASET).splits["train"][0]
+
+    with pytest.raises(ArgumentError) as refused:
+        Episode(task, provider="local")
+
+    assert str(refused.value) == (
+        "task 'greeting' runs in its own Docker image: play it with the docker sandbox, not 'local' "
+        "(leave --sandbox out)"
+    )
