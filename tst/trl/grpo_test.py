@@ -31,7 +31,7 @@ from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E
 from tst.support.frames import RecordFrames  # noqa: E402
 from tst.support.tools import add_crate, list_crates  # noqa: E402
 from tst.support.waiting import until  # noqa: E402
-from tst.trl._generated import followed_by  # noqa: E402
+from tst.trl._generated import ScriptedGenerate  # noqa: E402
 
 STORE = {"name": "add_crate", "arguments": {"crate": "C1", "bay": 2}}
 END = {"name": "end_turn", "arguments": {"reply": "Stored."}}
@@ -45,21 +45,13 @@ def call(tool: dict[str, Any]) -> str:
     return f"<tool_call>\n{json.dumps(tool)}\n</tool_call><|im_end|>"
 
 
-class StandInGenerate:
+class StandInGenerate(ScriptedGenerate):
     """`generate` for the tiny model: each row's completion decided by the conversation so far; the
     rows in `tool_rows` (default: the first of each group of two) store a crate, the others answer."""
 
     def __init__(self, tokenizer: Any, tool_rows: frozenset[int] = frozenset({0, 2})) -> None:
-        self.tokenizer = tokenizer
+        super().__init__(tokenizer)
         self.tool_rows = tool_rows
-        self.calls = 0
-
-    def __call__(self, input_ids: torch.Tensor, attention_mask: Any = None, **_: Any) -> torch.Tensor:
-        first_call = self.calls == 0
-        self.calls += 1
-        texts = self.tokenizer.batch_decode(input_ids)
-        completions = [self._completion(row, text, first_call) for row, text in enumerate(texts)]
-        return followed_by(self.tokenizer, input_ids, completions)
 
     def _completion(self, row: int, text: str, first_call: bool) -> str:
         if first_call:  # rows are the groups' rollouts in order

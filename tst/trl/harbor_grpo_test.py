@@ -28,7 +28,7 @@ from agent_env.training.trl import AgentEnv  # noqa: E402
 from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E402
 from tst.support.harbor_tasks import DATASET  # noqa: E402
 from tst.support.waiting import until  # noqa: E402
-from tst.trl._generated import followed_by  # noqa: E402
+from tst.trl._generated import ScriptedGenerate  # noqa: E402
 
 pytestmark = pytest.mark.needs("docker_engine")
 
@@ -44,20 +44,9 @@ def call(tool: dict[str, Any]) -> str:
     return f"<tool_call>\n{json.dumps(tool)}\n</tool_call><|im_end|>"
 
 
-class SolvingGenerate:
+class SolvingGenerate(ScriptedGenerate):
     """`generate` for the tiny model: rows 0 and 2 (the first rollout of each group of two) run their
     task's solution with bash, then end the turn, then say they are done; the others answer in words."""
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tokenizer = tokenizer
-        self.calls = 0
-
-    def __call__(self, input_ids: torch.Tensor, attention_mask: Any = None, **_: Any) -> torch.Tensor:
-        first_call = self.calls == 0
-        self.calls += 1
-        texts = self.tokenizer.batch_decode(input_ids)
-        completions = [self._completion(row, text, first_call) for row, text in enumerate(texts)]
-        return followed_by(self.tokenizer, input_ids, completions)
 
     def _completion(self, row: int, text: str, first_call: bool) -> str:
         if not first_call:
