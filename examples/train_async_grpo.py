@@ -79,6 +79,7 @@ class Plan:
     lora_rank: int
     steps: int
     output_dir: str
+    request_timeout_s: float = 300.0
     loop: LoopPlan = field(default_factory=LoopPlan)
 
 
@@ -96,10 +97,18 @@ def parse(argv: list[str] | None = None) -> tuple[Plan, bool]:
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--output-dir", default="async-grpo-agent-env")
     parser.add_argument(
+        "--request-timeout",
+        type=float,
+        default=300.0,
+        help="seconds one of the loop's chat requests may take, retries included (default: 300)",
+    )
+    parser.add_argument(
         "--print-vllm-command", action="store_true", help="print the vLLM server's command and exit"
     )
     add_loop_arguments(parser)
     options = parser.parse_args(argv)
+    if not options.request_timeout > 0:
+        parser.error(f"--request-timeout must be > 0, got {options.request_timeout:g}")
     plan = Plan(
         model=options.model,
         env_url=options.env_url,
@@ -110,6 +119,7 @@ def parse(argv: list[str] | None = None) -> tuple[Plan, bool]:
         lora_rank=options.lora_rank,
         steps=options.steps,
         output_dir=options.output_dir,
+        request_timeout_s=options.request_timeout,
         loop=loop_plan(parser, options),
     )
     return plan, options.print_vllm_command
@@ -168,7 +178,11 @@ def served_policy(plan: Plan, model: str) -> PolicyAt:
 
     def at(temperature: float) -> Any:
         policy = OpenAIPolicy(
-            f"{plan.vllm_url}/v1", model, temperature=temperature, max_tokens=plan.max_completion_length
+            f"{plan.vllm_url}/v1",
+            model,
+            temperature=temperature,
+            max_tokens=plan.max_completion_length,
+            request_timeout_s=plan.request_timeout_s,
         )
         try:
             policy.check()

@@ -157,16 +157,20 @@ class Loop:
 
         each = f"{samples} samples of each task" if samples > 1 else "each task once"
         print(f"{stage}: playing the {split} split, {each} ...", flush=True)
-        result = evaluate(
-            self.target,
-            policy,
-            split=split,
-            samples=samples,
-            concurrency=self.concurrency,
-            settings=self.settings,
-            model=model,
-            out=self.plan.out / stage,
-        )
+        try:
+            result = evaluate(
+                self.target,
+                policy,
+                split=split,
+                samples=samples,
+                concurrency=self.concurrency,
+                settings=self.settings,
+                model=model,
+                out=self.plan.out / stage,
+            )
+        finally:
+            if callable(close := getattr(policy, "close", None)):
+                close()  # one policy per evaluation: an endpoint's connections end with it
         if result.errors:
             first = next(t.outcome.reason for t in result.trajectories if t.outcome.kind == "error")
             raise SystemExit(

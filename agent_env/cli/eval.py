@@ -144,6 +144,9 @@ def run(args: argparse.Namespace) -> int:
     except (AgentEnvError, ValueError) as exc:
         print(f"error: {exc}", file=err)
         return 2
+    finally:
+        if callable(close := getattr(policy, "close", None)):
+            close()  # an endpoint's connections, closed on the loop that opened them
     print(result.table())
     if args.out:
         print(f"\nresults.json and the trajectories are in {args.out}")

@@ -11,6 +11,12 @@ one event loop thread of its own, where the deadline cancels the request whereve
 read here, up to `max_answer_bytes`, and parsed here: an answer past its deadline, too large, not
 JSON or not a chat completion is a `PolicyError` naming the endpoint and what it sent, as a 500 past
 the retries is. The sample is then an error, never a score.
+
+The client's connections are closed by `close()` (or by leaving a `with` block), on that loop. A
+policy dropped unclosed is still safe: its HTTP client is one with no finalizer. The SDK's default
+one, collected on a loop thread, schedules its own close there, after the collector has already
+closed its sockets; by then a new connection may hold a socket's number, and that late close takes
+the new connection's reader off the loop, so that request waits, silent, until its deadline.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import os
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from agent_env._errors import AgentEnvError, ArgumentError
+from agent_env._errors import AgentEnvError, ArgumentError, StateError
 from agent_env.eval._require import require_eval_extra
 
 require_eval_extra()
@@ -45,6 +51,7 @@ DEFAULT_REQUEST_TIMEOUT_S = 300.0
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
 """A chat completion's body past this is refused unread: an answer of 512 tokens is a few KiB."""
 CHECK_TIMEOUT_S = 15.0
+CLOSE_TIMEOUT_S = 10.0
 _GRACE_S = 5.0
 """How long past its deadline a caller waits for a cancelled request to say so."""
 
@@ -95,6 +102,7 @@ class OpenAIPolicy:
             api_key=api_key or "unused",
             max_retries=max_retries,
             timeout=request_timeout_s,
+            http_client=openai.DefaultAsyncHttpxClient(),
         )
 
     @classmethod
@@ -105,9 +113,25 @@ class OpenAIPolicy:
         key = os.environ.get(api_key_env) if api_key_env else None
         return cls(base_url, model, api_key=key or None, **options)
 
+    def close(self) -> None:
+        """Close the endpoint's connections; asked again, the policy raises StateError."""
+        if not self._client.is_closed():
+            _LOOP.submit(self._client.close()).result(timeout=CLOSE_TIMEOUT_S)
+
+    def _open_client(self) -> openai.AsyncOpenAI:
+        if self._client.is_closed():
+            raise StateError(f"this OpenAIPolicy of {self.base_url} was closed: make a new one to play again")
+        return self._client
+
+    def __enter__(self) -> OpenAIPolicy:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def check(self) -> None:
         """Raise EndpointError unless the endpoint answers, takes the key and serves the model."""
-        quick = self._client.with_options(max_retries=0, timeout=CHECK_TIMEOUT_S)
+        quick = self._open_client().with_options(max_retries=0, timeout=CHECK_TIMEOUT_S)
         try:
             served = _within(CHECK_TIMEOUT_S, _listed(quick))
         except openai.NotFoundError:
@@ -141,7 +165,7 @@ class OpenAIPolicy:
         if self.max_tokens is not None:
             request["max_tokens"] = self.max_tokens
         try:
-            message = _within(self.request_timeout_s, self._complete(self._client, request))
+            message = _within(self.request_timeout_s, self._complete(self._open_client(), request))
         except openai.APIError as exc:
             raise PolicyError(
                 f"the request failed after {self.max_retries} retries: {self._problem(exc)}"

@@ -78,3 +78,63 @@ def test_an_answer_that_is_not_a_chat_completion_is_a_policy_error_naming_the_en
     assert f"the endpoint at {url} {said}" in str(raised)
     assert len(str(raised)) < 600
     assert len(scripted.requests) == 1
+
+
+def test_a_policy_collected_unclosed_on_the_endpoint_s_loop_leaves_the_connections_opened_after_it_reading(
+    serve,
+):
+    # The SDK's default HTTP client closed itself once collected, on the loop, after the collector had
+    # freed its sockets' numbers: a connection opened meanwhile on a freed number lost its reader, and
+    # its request waited, silent, until its deadline (a hang seen in CI).
+    import asyncio
+    import gc
+    import socket
+
+    from agent_env.eval import openai_policy
+
+    _, url = start_stand_in(serve)
+    lost = 0
+    for _ in range(5):
+        dropped = [OpenAIPolicy(url, MODEL, api_key=API_KEY) for _ in range(2)]
+        for policy in dropped:
+            policy(first_request(), [])
+
+        async def collect_then_listen(dropped: list[OpenAIPolicy]) -> bytes | None:
+            loop = asyncio.get_running_loop()
+            dropped.clear()
+            gc.collect()  # the policies' connections are collected here, on the endpoint's loop
+            mine, theirs = socket.socketpair()
+            heard: asyncio.Future[bytes] = loop.create_future()
+            loop.add_reader(mine.fileno(), lambda: heard.done() or heard.set_result(mine.recv(16)))
+            await asyncio.sleep(0.1)
+            theirs.send(b"ping")
+            try:
+                return await asyncio.wait_for(heard, 2.0)
+            except TimeoutError:
+                return None
+            finally:
+                loop.remove_reader(mine.fileno())
+                mine.close()
+                theirs.close()
+
+        lost += openai_policy._within(BOUND_S, collect_then_listen(dropped)) is None
+    assert lost == 0, f"{lost} of 5 readers opened after a policy was collected never heard their data"
+
+
+def test_a_closed_policy_closes_its_connections_and_refuses_to_play_saying_to_make_a_new_one(serve, recwarn):
+    import gc
+
+    from agent_env.errors import StateError
+
+    _, url = start_stand_in(serve)
+    gc.collect()
+    recwarn.clear()  # what earlier code left for the collector is not this policy's
+    with OpenAIPolicy(url, MODEL, api_key=API_KEY) as policy:
+        assert answer_of(policy)[0] is None
+    policy.close()  # again: nothing happens
+
+    with pytest.raises(StateError, match="was closed: make a new one to play again"):
+        policy(first_request(), [])
+    del policy
+    gc.collect()
+    assert not [str(w.message) for w in recwarn if issubclass(w.category, ResourceWarning)]

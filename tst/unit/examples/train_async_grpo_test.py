@@ -147,6 +147,7 @@ def test_the_loop_s_flags_make_its_plan_and_add_the_tool_call_parser_its_chat_co
             ["--select-by-pass-rate", "0", "1", "--sample-temperature", "0"],
             "--sample-temperature must be > 0",
         ),
+        (["--request-timeout", "0"], "--request-timeout must be > 0, got 0"),
     ],
 )
 def test_loop_flags_that_cannot_work_exit_2_before_anything_starts_saying_why(
@@ -246,3 +247,33 @@ def test_the_loop_stops_before_training_when_no_task_is_within_the_bounds_or_the
             before_training(plan, env)
 
     assert str(stopped.value).startswith(problem)
+
+
+@pytest.mark.needs("openenv_installed")
+def test_a_vllm_server_that_never_finishes_an_answer_stops_the_loop_at_the_request_timeout_saying_so(
+    serve: Callable[..., Any], tmp_path: Path
+) -> None:
+    from agent_env.training.trl import AgentEnv
+
+    vllm = ChatStandIn(
+        load_bundle(WHARF),
+        "train",
+        TRAIN_PLAYS,
+        api_key=None,
+        model=DEFAULT_MODEL,
+        broken={"move-crate-000": "slow"},
+    )
+    vllm_url = serve(vllm.app).url
+    with AgentEnv.local(WHARF) as env:
+        plan, _ = parse(
+            [
+                *("--env-url", env.url, "--vllm-url", vllm_url, "--eval-out", str(tmp_path)),
+                *("--select-by-pass-rate", "0.25", "0.75", "--samples", "2", "--request-timeout", "1.5"),
+            ]
+        )
+        with pytest.raises(SystemExit) as stopped:
+            before_training(plan, env)
+
+    said = str(stopped.value)
+    assert said.startswith("pass-rates: 2 of 66 samples failed on the model's side")
+    assert f"the endpoint at {vllm_url}/v1 sent no complete answer within 1.5 s" in said
