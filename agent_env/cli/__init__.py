@@ -228,11 +228,11 @@ def _serve(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     bundle = load_bundle(args.bundle)
     rows = []
-    failures = 0
+    failures = unplayed = 0
     reasons: list[str] = []
 
     async def replay_all() -> None:
-        nonlocal failures
+        nonlocal failures, unplayed
         for split in _splits(bundle, args.split):
             solutions = load_solutions(bundle, split)
             for task in bundle.tasks(split):
@@ -240,7 +240,8 @@ def _replay(args: argparse.Namespace) -> int:
                 result = await replay(Episode(task, provider=args.sandbox), script.turns if script else [])
                 expected = script.expected_score if script else None
                 ok = expected is not None and result.score == expected
-                failures += not ok
+                unplayed += script is None and result.error is None
+                failures += not ok and not (script is None and result.error is None)
                 verdict = "ok" if ok else (result.error or ("no solution" if script is None else "WRONG"))
                 if verdict == "WRONG":
                     verifiers = [verifier.spec.type for verifier in task.verifiers]
@@ -260,8 +261,9 @@ def _replay(args: argparse.Namespace) -> int:
 
     asyncio.run(replay_all())
     print(table(("split", "index", "id", "toolset", "calls", "score", "expected", "result"), rows))
-    played = len(rows)
+    played = len(rows) - unplayed
     if reasons:
         print("\nwhy each WRONG one scored as it did:\n" + "\n".join(f"  {reason}" for reason in reasons))
-    print(f"\n{played - failures} of {played} tasks scored as their reference play expects")
+    without = f"; {unplayed} without one, scored by their verifiers alone" if unplayed else ""
+    print(f"\n{played - failures} of {played} tasks scored as their reference play expects{without}")
     return 1 if failures else 0

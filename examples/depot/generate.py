@@ -6,8 +6,11 @@ A family of short tasks (store, move or ship a labelled box; store two), each in
 wordings, made to measure whether a model learns the skill rather than the answers: every box label
 is a letter and two digits, and the labels of the eval split's tasks (their seeds included) never
 appear in the train split. So no eval task's combination of wording, label and shelf was trained on.
-The generator is seeded, so the committed files can be checked by running this again (the unit
-tests do). Each reference play scores 1.0; doing nothing scores 0.0 on every task.
+The train tasks in some wordings (`UNDEMONSTRATED`) come without a reference play, as most tasks a
+practitioner has do: fine-tuning on the reference plays never shows them, and only reinforcement
+learning on the tasks themselves can teach them. The generator is seeded, so the committed files can
+be checked by running this again (the unit tests do). Each reference play scores 1.0; doing nothing
+scores 0.0 on every task.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from typing import Any
 
 Task = dict[str, Any]
 Turn = dict[str, Any]
-Made = tuple[Task, list[Turn]]
+Made = tuple[Task, list[Turn], str]
+"""A task, its reference play, and the wording it was written in."""
 
 LETTERS = "ABCDEFGHJKLMNPRSTUVWXYZ"
 SHELVES = range(1, 10)
@@ -53,6 +57,12 @@ WORDINGS: dict[str, tuple[str, ...]] = {
         "Store the new boxes {box} and {other} on shelf {shelf}.",
     ),
 }
+
+
+UNDEMONSTRATED = frozenset(
+    [*WORDINGS["store"][2:], *WORDINGS["move"][2:], *WORDINGS["ship"][1:], *WORDINGS["store-two"][1:]]
+)
+"""The wordings whose train tasks have no reference play (the eval split's tasks all have one)."""
 
 
 def labels() -> dict[str, list[str]]:
@@ -91,7 +101,7 @@ def store(rng: random.Random, pool: list[str], n: int) -> Made:
     *seed, new = _boxes(rng, pool, rng.randint(0, 3) + 1)
     text = _words(rng, "store")
     task = _task("store", n, text.format(**new), seed, [*seed, new])
-    return task, [{"calls": [_call("store", **new)], "reply": ""}]
+    return task, [{"calls": [_call("store", **new)], "reply": ""}], text
 
 
 def move(rng: random.Random, pool: list[str], n: int) -> Made:
@@ -101,7 +111,7 @@ def move(rng: random.Random, pool: list[str], n: int) -> Made:
     after = [{**box, "shelf": shelf} if box is moved else box for box in seed]
     text = _words(rng, "move")
     task = _task("move", n, text.format(box=moved["box"], shelf=shelf), seed, after)
-    return task, [{"calls": [_call("move", box=moved["box"], shelf=shelf)], "reply": ""}]
+    return task, [{"calls": [_call("move", box=moved["box"], shelf=shelf)], "reply": ""}], text
 
 
 def ship(rng: random.Random, pool: list[str], n: int) -> Made:
@@ -109,7 +119,7 @@ def ship(rng: random.Random, pool: list[str], n: int) -> Made:
     shipped = rng.choice(seed)
     text = _words(rng, "ship")
     task = _task("ship", n, text.format(box=shipped["box"]), seed, [b for b in seed if b is not shipped])
-    return task, [{"calls": [_call("ship", box=shipped["box"])], "reply": ""}]
+    return task, [{"calls": [_call("ship", box=shipped["box"])], "reply": ""}], text
 
 
 def store_two(rng: random.Random, pool: list[str], n: int) -> Made:
@@ -120,7 +130,7 @@ def store_two(rng: random.Random, pool: list[str], n: int) -> Made:
     task = _task(
         "store-two", n, text.format(box=first["box"], other=second["box"], shelf=shelf), seed, [*seed, *new]
     )
-    return task, [{"calls": [_call("store", **box) for box in new], "reply": ""}]
+    return task, [{"calls": [_call("store", **box) for box in new], "reply": ""}], text
 
 
 KINDS_OF_TASK: tuple[tuple[Callable[[random.Random, list[str], int], Made], int], ...] = (
@@ -132,22 +142,31 @@ KINDS_OF_TASK: tuple[tuple[Callable[[random.Random, list[str], int], Made], int]
 """Each kind of task and its weight: of every ten tasks, three store, three move, two ship, two store two."""
 
 
-def make_split(split: str) -> tuple[list[Task], list[dict[str, Any]]]:
+def make_split(split: str) -> list[Made]:
+    """Every task of `split`, with its reference play and wording."""
     rng = random.Random(f"{SEED}-{split}")
     pool = labels()[split]
     cycle = [make for make, weight in KINDS_OF_TASK for _ in range(weight)]
-    tasks, solutions = [], []
+    made = []
     for n in range(SIZES[split]):
-        task, turns = cycle[n % len(cycle)](rng, pool, n)
+        task, turns, wording = cycle[n % len(cycle)](rng, pool, n)
         task["id"] = f"{split}-{task['id']}"
-        tasks.append(task)
-        solutions.append({"id": task["id"], "turns": turns})
-    return tasks, solutions
+        made.append((task, turns, wording))
+    return made
+
+
+def demonstrated(split: str, wording: str) -> bool:
+    """Whether a task of `split` in `wording` comes with its reference play."""
+    return split != "train" or wording not in UNDEMONSTRATED
 
 
 def write(folder: Path) -> None:
     for split in SIZES:
-        tasks, solutions = make_split(split)
+        made = make_split(split)
+        tasks = [task for task, _, _ in made]
+        solutions = [
+            {"id": t["id"], "turns": turns} for t, turns, wording in made if demonstrated(split, wording)
+        ]
         for sub, rows in (("tasks", tasks), ("solutions", solutions)):
             (folder / sub).mkdir(parents=True, exist_ok=True)
             text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)

@@ -1,10 +1,11 @@
 """`make demo` (examples/demo.py) runs every stage of the loop end to end: on a small copy of the depot
 and cut to a few steps, so it checks the wiring, the tables, the plot, the pass rates and the
-trajectories, not the learning (docs/guides/training.md quotes a full run; tst/trl/transfer_test.py
+trajectories, not the learning (docs/guides/training.md quotes a full run; tst/trl/learning_test.py
 the learning)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -22,12 +23,18 @@ TASKS = {"train": 12, "eval": 6}
 
 
 def small_depot(to: Path) -> Path:
-    """The depot with its first few tasks of each split, and their reference plays."""
+    """The depot with its first few tasks of each split, and the reference plays of those that have one."""
     shutil.copytree(DEPOT, to, ignore=shutil.ignore_patterns("__pycache__"))
-    for sub in ("tasks", "solutions"):
-        for split, count in TASKS.items():
-            file = to / sub / f"{split}.jsonl"
-            file.write_text("".join(file.read_text().splitlines(keepends=True)[:count]))
+    for split, count in TASKS.items():
+        tasks = to / "tasks" / f"{split}.jsonl"
+        kept = tasks.read_text().splitlines(keepends=True)[:count]
+        tasks.write_text("".join(kept))
+        ids = {json.loads(line)["id"] for line in kept}
+        solutions = to / "solutions" / f"{split}.jsonl"
+        plays = [
+            line for line in solutions.read_text().splitlines(keepends=True) if json.loads(line)["id"] in ids
+        ]
+        solutions.write_text("".join(plays))
     return to
 
 

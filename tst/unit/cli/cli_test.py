@@ -106,6 +106,22 @@ def test_replay_plays_every_example_task_and_every_reference_play_scores_as_expe
     assert done.stdout.rstrip().endswith("44 of 44 tasks scored as their reference play expects")
 
 
+def test_replay_of_a_bundle_with_tasks_that_have_no_reference_play_passes_saying_how_many_have_none(tmp_path):
+    bundle = tmp_path / "wharf"
+    shutil.copytree(EXAMPLE, bundle, ignore=shutil.ignore_patterns("__pycache__"))
+    plays = (bundle / "solutions" / "train.jsonl").read_text().splitlines(keepends=True)
+    (bundle / "solutions" / "train.jsonl").write_text("".join(plays[2:]))
+
+    done = agent_env("replay", bundle, "--split", "train")
+
+    assert done.returncode == 0, done.stdout
+    expected = (
+        f"{len(plays) - 2} of {len(plays) - 2} tasks scored as their reference play expects; 2 without "
+    )
+    assert done.stdout.rstrip().endswith(expected + "one, scored by their verifiers alone")
+    assert sum("no solution" in line for line in done.stdout.splitlines()) == 2
+
+
 LIBRARY = EXAMPLE.parent / "library"
 
 

@@ -62,15 +62,29 @@ def test_every_wording_of_every_kind_of_task_is_in_both_splits():
 
 
 @pytest.mark.parametrize("split", ["train", "eval"])
-def test_each_reference_play_scores_1_and_doing_nothing_scores_0(split: str):
-    solutions = load_solutions(BUNDLE, split)
+def test_each_task_s_reference_play_scores_1_and_doing_nothing_scores_0_those_without_one_too(split: str):
+    plays = {task["id"]: turns for task, turns, _ in generator(DEPOT).make_split(split)}
+    tasks = {task.id: task for task in BUNDLE.tasks(split)}
 
     async def scores() -> list[tuple[str, float | None, float | None]]:
         found = []
-        for task in BUNDLE.tasks(split):
-            played = await replay(Episode(task), solutions[task.id].turns)
-            idle = await replay(Episode(task), [ScriptedTurn()])
-            found.append((task.id, played.score, idle.score))
+        for task_id, turns in plays.items():
+            script = [ScriptedTurn.model_validate(turn) for turn in turns]
+            played = await replay(Episode(tasks[task_id]), script)
+            idle = await replay(Episode(tasks[task_id]), [ScriptedTurn()])
+            found.append((task_id, played.score, idle.score))
         return found
 
+    assert plays.keys() == tasks.keys()
     assert all(played == 1.0 and idle == 0.0 for _, played, idle in asyncio.run(scores()))
+
+
+def test_the_train_tasks_without_a_reference_play_are_those_in_the_undemonstrated_wordings_a_third_or_more():
+    module = generator(DEPOT)
+    solutions = load_solutions(BUNDLE, "train")
+    made = module.make_split("train")
+
+    without = {task["id"] for task, _, wording in made if wording in module.UNDEMONSTRATED}
+    assert set(solutions) == {task["id"] for task, _, _ in made} - without
+    assert len(without) >= len(made) // 3
+    assert set(load_solutions(BUNDLE, "eval")) == {task.id for task in BUNDLE.tasks("eval")}
