@@ -240,8 +240,9 @@ def _replay(args: argparse.Namespace) -> int:
                 result = await replay(Episode(task, provider=args.sandbox), script.turns if script else [])
                 expected = script.expected_score if script else None
                 ok = expected is not None and result.score == expected
-                unplayed += script is None and result.error is None
-                failures += not ok and not (script is None and result.error is None)
+                nothing_to_check = script is None and result.error is None
+                unplayed += nothing_to_check
+                failures += not ok and not nothing_to_check
                 verdict = "ok" if ok else (result.error or ("no solution" if script is None else "WRONG"))
                 if verdict == "WRONG":
                     verifiers = [verifier.spec.type for verifier in task.verifiers]
