@@ -12,8 +12,10 @@ turn. torch and trl are the trainer's to pin, so they are imported here only whe
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,9 +40,11 @@ class TransformersPolicy:
     `batch` 1 each caller's prompt is generated alone, so `--concurrency` overlaps only the episodes'
     tool calls with generation. With `batch` N, up to N concurrent callers' prompts go into one
     `generate` call, left-padded with their attention mask: greedy answers are the unbatched ones as
-    far as floating point allows. Sampling is seeded per `generate` call (`seed` plus the call's
-    number), so a sampled answer is reproducible for the same batch composition: with `batch` 1
-    always, with `batch` N only when the same prompts meet in the same batches in the same order,
+    far as floating point allows. Sampling is seeded per `generate` call from `seed`, the call's
+    prompts, and how many calls with the same prompts came before it, never from the order callers
+    arrive in: with `batch` 1 a task's K samples, and so its pass rate, are the same on every run
+    whatever `--concurrency` (unless another task's conversation is the same word for word: the two
+    then share those draws); with `batch` N only when the same prompts meet in the same batches,
     which thread timing decides.
     """
 
@@ -66,7 +70,7 @@ class TransformersPolicy:
         self._eos_ids = _eos_ids(model, tokenizer)
         pad = tokenizer.pad_token_id
         self._pad_id: int = pad if pad is not None else min(self._eos_ids, default=0)  # masked out anyway
-        self._generations = 0
+        self._asked: Counter[bytes] = Counter()
         self._requests = itertools.count(1)
         self._offered: dict[str, list[dict[str, Any]]] = {}
 
@@ -113,8 +117,7 @@ class TransformersPolicy:
         return _answer(parsed, request)
 
     def _generate_batch(self, prompts: list[list[int]]) -> list[list[int]]:
-        """One `generate` call over the prompts, left-padded; each completion up to its own eos.
-        The gatherer runs one batch at a time, so the seed's count is this policy's alone."""
+        """One `generate` call over the prompts, left-padded; each completion up to its own eos."""
         import torch
 
         width = max(len(ids) for ids in prompts)
@@ -124,9 +127,8 @@ class TransformersPolicy:
         options: dict[str, Any] = (
             {"do_sample": True, "temperature": self.temperature} if sampling else {"do_sample": False}
         )
-        self._generations += 1
         with torch.random.fork_rng(devices=[]), torch.no_grad():
-            torch.manual_seed(self.seed + self._generations)
+            torch.manual_seed(self._seed_for(prompts))
             generated = self.model.generate(
                 input_ids=torch.tensor(padded, device=self.model.device),
                 attention_mask=torch.tensor(attention, device=self.model.device),
@@ -135,6 +137,16 @@ class TransformersPolicy:
                 **options,
             )
         return [_until_eos(row[width:].tolist(), self._eos_ids) for row in generated]
+
+    def _seed_for(self, prompts: list[list[int]]) -> int:
+        """The seed of a call over `prompts`: a digest of this policy's seed, the prompts, and how many
+        calls over the same prompts came before. The gatherer runs one batch at a time, so the count
+        is this policy's alone."""
+        asked = hashlib.blake2b(json.dumps(prompts).encode(), digest_size=16).digest()
+        before = self._asked[asked]
+        self._asked[asked] += 1
+        digest = hashlib.blake2b(f"{self.seed}:{before}:".encode() + asked, digest_size=8).digest()
+        return int.from_bytes(digest, "little") >> 1
 
     def _as_trained(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The tools as GRPOTrainer shows them to the model (`offered_tools`), not as the Task API

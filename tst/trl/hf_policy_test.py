@@ -306,6 +306,34 @@ def test_evaluate_with_episodes_generated_in_batches_scores_each_task_as_one_at_
     assert runs[4].errors == runs[1].errors == 0
 
 
+def test_sampled_answers_one_at_a_time_are_the_same_whatever_the_concurrency_so_pass_rates_repeat() -> None:
+    model, tokenizer = talkative_model_and_tokenizer()
+
+    def sampled(concurrency: int) -> dict[int, list[list[str | None]]]:
+        policy = TransformersPolicy(model, tokenizer, max_new_tokens=12, temperature=1.0, seed=5)
+        settings = PlaySettings(max_tool_calls=2)
+        result = evaluate(WHARF, policy, samples=3, concurrency=concurrency, settings=settings, model="tiny")
+        said: dict[int, list[list[str | None]]] = {}
+        for trajectory in result.trajectories:
+            said.setdefault(trajectory.task.index, []).append([turn.reply for turn in trajectory.turns])
+        return {index: sorted(replies, key=str) for index, replies in said.items()}
+
+    one_at_a_time, four_at_once = sampled(1), sampled(4)
+
+    assert four_at_once == one_at_a_time
+    assert any(len({str(replies) for replies in task}) > 1 for task in one_at_a_time.values())
+
+
+def test_a_prompt_sampled_again_gets_a_new_sample_and_a_new_policy_with_the_seed_the_same_ones() -> None:
+    model, tokenizer = talkative_model_and_tokenizer()
+    first, again = (TransformersPolicy(model, tokenizer, max_new_tokens=16, temperature=1.0) for _ in "12")
+
+    answers = [first(ASKED, [ADD_CRATE]).content for _ in range(4)]
+
+    assert len(set(answers)) > 1
+    assert [again(ASKED, [ADD_CRATE]).content for _ in range(4)] == answers
+
+
 def test_a_batch_under_1_is_refused_naming_what_it_must_be() -> None:
     model, tokenizer = tiny_model_and_tokenizer()
 
