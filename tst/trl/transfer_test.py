@@ -41,7 +41,17 @@ from examples.demo import (  # noqa: E402
 )
 from examples.depot.generate import UNDEMONSTRATED, WORDINGS, labels, make_split, ship  # noqa: E402
 
-RECIPE = replace(Recipe(), grpo_steps=40, grpo_learning_rate=3e-4, eval_batch=1, eval_concurrency=4)
+RECIPE = replace(
+    Recipe(),
+    sft_steps=600,
+    grpo_steps=40,
+    grpo_batch=32,
+    generations=8,
+    grpo_learning_rate=3e-4,
+    temperature=1.0,
+    eval_batch=1,
+    eval_concurrency=4,
+)
 PRACTISED = frozenset(WORDINGS["ship"]) & UNDEMONSTRATED
 """The ship wordings no reference play shows: what GRPO trains on, and what the held-out tasks ask in."""
 HELD_OUT = 120
