@@ -99,8 +99,8 @@ def parse(argv: list[str] | None = None) -> tuple[Plan, bool]:
     parser.add_argument(
         "--request-timeout",
         type=float,
-        default=300.0,
-        help="seconds one of the loop's chat requests may take, retries included (default: 300)",
+        default=Plan.request_timeout_s,
+        help="seconds one of the loop's chat requests may take, retries included (default: %(default)g)",
     )
     parser.add_argument(
         "--print-vllm-command", action="store_true", help="print the vLLM server's command and exit"
