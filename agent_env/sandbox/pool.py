@@ -117,9 +117,9 @@ class WarmPool:
         starts: set[asyncio.Task[bool]] = set()
         failures = 0
         while not self._closed:
-            while len(self._ready) + len(starts) < self.size and len(starts) < _STARTING:
+            while len(self._ready) + self._starting < self.size and self._starting < _STARTING:
+                self._starting += 1
                 starts.add(asyncio.ensure_future(self._start_one()))
-            self._starting = len(starts)
             self._wake.clear()
             waker = asyncio.ensure_future(self._wake.wait())
             done, _ = await asyncio.wait({waker, *starts}, return_when=asyncio.FIRST_COMPLETED)
@@ -127,22 +127,23 @@ class WarmPool:
             for start in done & starts:
                 starts.discard(start)
                 failures = 0 if start.result() else failures + 1
-            self._starting = len(starts)
             if failures and not self._closed:
                 with contextlib.suppress(TimeoutError):  # a close ends the wait
                     await asyncio.wait_for(
                         self._wake.wait(), min(_RETRY_S[0] * 2 ** (failures - 1), _RETRY_S[1])
                     )
         await asyncio.gather(*starts)
-        self._starting = 0
 
     async def _start_one(self) -> bool:
-        """Start one container into the pool; whether it started."""
+        """Start one container into the pool; whether it started. It stops counting as starting in
+        the same step as it joins the ready ones, so the status never shows more than `size`."""
         try:
             sandbox = await self.provider.started()
         except Exception as exc:
             log.warning("warm pool: a container failed to start (%s); trying again", exc)
             return False
+        finally:
+            self._starting -= 1
         if self._closed:
             await sandbox.teardown()
         else:
