@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from openenv.core.env_server import HTTPEnvServer
-from openenv.core.env_server.interfaces import Environment
+from agent_env._private.openenv_core import Environment, HTTPEnvServer
 
 CreateSession = Callable[[], Awaitable[tuple[str, Environment]]]
 """OpenEnv's own way of making a session: reserve a slot, make the environment, answer both."""

@@ -16,10 +16,9 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
-from openenv import GenericEnvClient
-
 from agent_env._deadlines import Deadline
 from agent_env._private.openenv_client import error_frame, refused_for_token
+from agent_env._private.openenv_core import GenericEnvClient
 from agent_env.client.errors import ServerAtCapacityError, ServerUnavailableError
 from agent_env.client.loop import Answer, ClientLoop
 from agent_env.client.tokens import TOKEN_VARIABLE, bearer

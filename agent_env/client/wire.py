@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from openenv.core.env_server.types import Action, Observation, State
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent_env import errors
+from agent_env._private.openenv_core import Action, Observation, State
 from agent_env.errors import ErrorCode
 
 DEADLINE_KEY = "timeout_s"

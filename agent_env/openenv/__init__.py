@@ -3,7 +3,8 @@
 Behind the `openenv` extra. Importing this package only checks that OpenEnv 0.10 is installed: each
 name below loads with its module when first used (`agent_env._lazy`), so the trainer's side imports
 the wire contract (`wire`, `tokens`) without agent_env's server. OpenEnv itself takes seconds to
-import (its server and gradio come with any part of it); the core never imports it.
+import (its server comes with any part of it; its web interface does not, `agent_env._private.openenv_core`);
+the core never imports it.
 """
 
 from __future__ import annotations

@@ -15,11 +15,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeVar
 
 from fastapi import HTTPException, status
-from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.types import EnvironmentMetadata
 
 import agent_env
 from agent_env._errors import StateError
+from agent_env._private.openenv_core import Environment, EnvironmentMetadata
 from agent_env.errors import ErrorCode
 from agent_env.openenv.context import ServerContext, TaskLookupError
 from agent_env.openenv.session import EpisodeSession

@@ -17,10 +17,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import WebSocket, WebSocketDisconnect
-from openenv.core.env_server.exceptions import SessionCapacityError
-from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
 
+from agent_env._private.openenv_core import Environment, SessionCapacityError, WSErrorCode, WSErrorResponse
 from agent_env._private.openenv_server import CreateSession, HookedEnvServer
 from agent_env.client.wire import SessionCounts, capacity_message
 from agent_env.openenv.calls import CURRENT_LINK, ClientLink

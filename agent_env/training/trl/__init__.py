@@ -5,7 +5,8 @@ training on; `GroupsWithSignal`, a TrainerCallback that logs the share of GRPO's
 differ.
 
 Behind the `trl` extra (`pip install 'agentenv-framework[trl]'`); TRL itself is the trainer's to pin
-and is never imported here. Importing this package imports OpenEnv's client (several seconds).
+and is never imported here. Importing this package imports OpenEnv's client (a second or two: without
+its web interface, `agent_env._private.openenv_core`).
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ SHARED_WITH_THE_SERVER = {
     "agent_env._renamed",
     "agent_env._private",
     "agent_env._private.openenv_client",
+    "agent_env._private.openenv_core",
     "agent_env._private.threading_exit",
     "agent_env._unicode",
     "agent_env.errors",
