@@ -311,6 +311,9 @@ def test_env_demonstrations_are_each_tasks_solve_sh_played_on_the_server_as_sft_
     assert messages[2] == {"role": "tool", "name": "bash", "content": "[exit code: 0]"}
 
 
+TIME_LIMIT_S = 8.0
+
+
 @pytest.mark.needs("eval_installed")
 def test_eval_scores_a_sample_whose_command_ran_into_the_time_limit_as_the_episode_stood(
     serve: Any, tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
@@ -318,6 +321,9 @@ def test_eval_scores_a_sample_whose_command_ran_into_the_time_limit_as_the_episo
     from tst.support.chat_stand_in import API_KEY, MODEL, ChatStandIn
 
     task = shutil.copytree(EDGE / "agent-timeout", tmp_path / "tasks" / "agent-timeout")
+    # Long enough for the command to write its state on a loaded machine before the limit cuts it.
+    config = task / "task.toml"
+    config.write_text(config.read_text().replace("timeout_sec = 2.0", f"timeout_sec = {TIME_LIMIT_S}"))
     (task / "solution").mkdir()
     (task / "solution" / "solve.sh").write_text("#!/bin/bash\necho started > /work/state\nsleep 600\n")
     monkeypatch.setenv("STAND_IN_KEY", API_KEY)
@@ -340,4 +346,4 @@ def test_eval_scores_a_sample_whose_command_ran_into_the_time_limit_as_the_episo
     assert "eval: 1/1 episodes, mean score 0.25, 0 errors" in err
     [played] = read_trajectories(tmp_path / "out")
     assert (played.outcome.kind, played.score) == ("scored", 0.25)
-    assert "the task's time limit of 2 s ran out" in (played.turns[0].calls[0].result or "")
+    assert f"the task's time limit of {TIME_LIMIT_S:g} s ran out" in (played.turns[0].calls[0].result or "")

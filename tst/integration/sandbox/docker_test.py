@@ -169,9 +169,9 @@ def test_a_command_forking_without_end_past_its_deadline_is_stopped_with_all_pid
         return [
             await sandbox.run("echo $PPID", timeout_s=10, max_output_bytes=CAP),
             await sandbox.run("bomb() { bomb | bomb & }; bomb; sleep 300", timeout_s=2, max_output_bytes=CAP),
-            # ps alone, not in a pipeline, whose other end could still be a bash about to exec grep
+            # ps in a command substitution, so that this command's bash does not exec it
             await sandbox.run(
-                'echo $PPID; running=$(ps -o comm); grep -c bash <<< "$running"',
+                'echo $PPID; running=$(ps -o pid,ppid,args); echo "$running"',
                 timeout_s=10,
                 max_output_bytes=CAP,
             ),
@@ -180,8 +180,19 @@ def test_a_command_forking_without_end_past_its_deadline_is_stopped_with_all_pid
     before, bomb, after = in_sandbox(limited, {}, play)
 
     assert (bomb.exit_code, bomb.timed_out) == (None, True)
-    assert after.exit_code == 0
-    assert after.output.split() == [before.output.strip(), "3"]  # the init, the same shell, this command
+    assert after.exit_code == 0, after.output
+    shell, _header, *table = after.output.splitlines()
+    processes = [row.split(maxsplit=2) for row in table]
+    init = next(args for pid, _, args in processes if pid == "1")
+    # The init's own fork (its `sleep`, killed with the rest after each command, started again, and
+    # a bash for as long as it has not exec'd) is no leftover.
+    bashes = [
+        (pid, ppid) for pid, ppid, args in processes if args.split()[0].endswith("bash") and args != init
+    ]
+    assert shell == before.output.strip(), (
+        f"the shell was replaced; the bomb's output ends: {bomb.output[-300:]}"
+    )
+    assert [ppid for _, ppid in bashes] == ["0", shell], after.output  # the same shell, this command
 
 
 def test_commands_run_as_a_user_who_owns_the_tasks_files_on_a_read_only_root_with_only_work_and_tmp_writable(
