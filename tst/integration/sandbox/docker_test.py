@@ -186,13 +186,13 @@ def test_a_command_forking_without_end_past_its_deadline_is_stopped_with_all_pid
     init = next(args for pid, _, args in processes if pid == "1")
     # The init's own fork (its `sleep`, killed with the rest after each command, started again, and
     # a bash for as long as it has not exec'd) is no leftover.
-    bashes = [
-        (pid, ppid) for pid, ppid, args in processes if args.split()[0].endswith("bash") and args != init
+    parents_of_bashes = [
+        ppid for _, ppid, args in processes if args.split()[0].endswith("bash") and args != init
     ]
     assert shell == before.output.strip(), (
         f"the shell was replaced; the bomb's output ends: {bomb.output[-300:]}"
     )
-    assert [ppid for _, ppid in bashes] == ["0", shell], after.output  # the same shell, this command
+    assert parents_of_bashes == ["0", shell], after.output  # the same shell, this command
 
 
 def test_commands_run_as_a_user_who_owns_the_tasks_files_on_a_read_only_root_with_only_work_and_tmp_writable(
