@@ -70,7 +70,8 @@ class VerifierContext:
         return await env.acall(check.tool, check.arguments)
 
     async def bash(self, command: str, timeout_s: float = 30.0) -> CommandResult:
-        """Run a command in the agent's sandbox, as the `bash` verifier does."""
+        """Run a command in the agent's sandbox, as the `bash` verifier does: for a verifier, once the
+        episode sealed it (`agent_env.sandbox.sealing`), in a fresh shell of the verifiers' own."""
         if self.sandbox is None:
             raise EpisodeError(
                 ErrorCode.VERIFIER_FAILED, f"task '{self.task.id}' has no sandbox to run bash in"

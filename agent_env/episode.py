@@ -297,6 +297,7 @@ class Episode:
             self.replies.append(reply)
         self._emit(TurnEnded(turn=self.turn, reply=reply))
         self.state = EpisodeState.VERIFYING
+        await self._seal()
         context = self._context(VerifierContext)
         judged = [
             await self._score(number, verifier, context)
@@ -318,6 +319,19 @@ class Episode:
         )
         self.final = TurnResult(done=True, turn=self.turn, score=score, verifier_scores=scores)
         return self.final
+
+    async def _seal(self) -> None:
+        """Seal the sandbox for the verifiers that may run commands in it (`Sandbox.seal`): nothing the
+        agent started runs on, and the system's files it changed leave the episode unscorable."""
+        if self._sandbox is None or not any(verifier.runs_commands for verifier in self.task.verifiers):
+            return
+        try:
+            await self._sandbox.seal()
+        except EpisodeError as exc:
+            raise self._failed(exc) from None
+        except Exception as exc:
+            message = f"task '{self.task.id}': its sandbox could not be sealed for its verifiers: {exc}"
+            raise self._failed(EpisodeError(ErrorCode.VERIFIER_FAILED, message)) from exc
 
     async def _score(self, number: int, verifier: Verifier, context: VerifierContext) -> Judgement:
         """One verifier's score; one that raises fails the episode, named where its author finds it,

@@ -75,6 +75,13 @@ class ErrorCode(enum.StrEnum):
     TOOL_ERROR = "TOOL_ERROR", "the tool raised; the message is the tool's own"
     DEPLOY_FAILED = "DEPLOY_FAILED", "the task's envs or sandbox could not be made; the episode ended", True
     VERIFIER_FAILED = "VERIFIER_FAILED", "a verifier raised; the episode ended unscored", True
+    SYSTEM_CHANGED = (
+        "SYSTEM_CHANGED",
+        "the agent changed the system's own files (its programs, libraries or configuration) that its "
+        "task does not declare it may change, which its verifiers would run or read; the episode ended "
+        "unscored, the changed paths named",
+        True,
+    )
     ENV_FAILED = (
         "ENV_FAILED",
         "an env's server (an MCP env's) stopped or broke during the episode; the episode ended",

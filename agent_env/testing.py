@@ -199,6 +199,9 @@ class _ScriptedSandbox:
     async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
         return self.answer(command)
 
+    async def seal(self) -> None:
+        return None
+
     async def teardown(self) -> None:
         return None
 

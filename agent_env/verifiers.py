@@ -141,6 +141,12 @@ class Verifier:
     spec: ItemsCheck | BashCheck | ReplyCheck | FunctionCheck | ScriptCheck
     function: VerifierFunction | None = field(default=None, repr=False)
 
+    @property
+    def runs_commands(self) -> bool:
+        """Whether it may run commands in the sandbox: `bash` and a test script do, and a function may
+        (through its context's `bash`)."""
+        return isinstance(self.spec, BashCheck | ScriptCheck | FunctionCheck)
+
     def where_it_raised(self, error: BaseException) -> str:
         """The verifier as its author finds it: `function 'name' (verifiers.py:LINE)`, the line of its
         file that raised (or its `def`'s), or its type and what it reads for the other checks."""

@@ -11,7 +11,9 @@ import os
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from agent_env.sandbox.config import may_change_paths
 
 
 class _Section(BaseModel):
@@ -79,6 +81,21 @@ class EnvironmentSection(_Section):
     storage: str | None = None
 
 
+class AgentEnvSection(_Section):
+    """`[agent-env]`: this project's own settings of a task, which Harbor itself does not read."""
+
+    may_change: tuple[str, ...] = Field(
+        (),
+        description="The system's files or folders the task's work changes (installing a package, "
+        "configuring a service), as absolute paths: any other change there leaves an episode unscorable.",
+    )
+
+    @field_validator("may_change")
+    @classmethod
+    def _absolute_paths(cls, paths: tuple[str, ...]) -> tuple[str, ...]:
+        return may_change_paths(paths)
+
+
 class TaskToml(_Section):
     """`task.toml`."""
 
@@ -89,6 +106,7 @@ class TaskToml(_Section):
     agent: AgentSection = AgentSection()
     environment: EnvironmentSection = EnvironmentSection()
     solution: SolutionSection = SolutionSection()
+    agent_env: AgentEnvSection = Field(AgentEnvSection(), alias="agent-env")
     source: str | None = None
 
     @model_validator(mode="before")

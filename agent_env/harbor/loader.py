@@ -252,6 +252,7 @@ class _Reader:
             user="0:0",
             pids_limit=1024,
             command_timeout_s=time_limit or DEFAULT_COMMAND_TIMEOUT_S,
+            may_change=config.agent_env.may_change,
         )
         check = ScriptCheck(type="test_script", script=TEST_SCRIPT, timeout_s=config.verifier.timeout_sec)
         run = HarborTests(

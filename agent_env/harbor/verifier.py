@@ -1,6 +1,10 @@
 """A Harbor task's verifier: after the last turn, tests/ is copied to /tests and test.sh runs as Harbor
 runs it; the reward it writes is the score.
 
+Its commands run once the sandbox is sealed (`agent_env.sandbox.sealing`): in a shell of their own,
+with the image's /bin/bash, which the seal found unchanged; test.sh runs with that very bash (not
+whichever `bash` comes first in PATH), and the reward files are read by that shell itself.
+
 `/logs/verifier/reward.json` (named numbers) takes precedence over `/logs/verifier/reward.txt` (one
 number). With reward.json, every named number is a component of the score, and the score is its
 `reward` key; without one, reward.txt's number if it wrote that too (as Harbor does), else the mean of
@@ -29,6 +33,8 @@ TEST_SCRIPT = f"{TESTS_DIR}/test.sh"
 _CHUNK = 48 * 1024
 """Base64 sent per command (a command is one argument of at most 128 KiB to `bash -c`)."""
 _STEP_TIMEOUT_S = 60.0
+_BASH = "/bin/bash"
+"""What runs test.sh: the bash the sandbox's shells are (`agent_env.sandbox.docker`)."""
 _MISSING = 3
 
 
@@ -51,7 +57,8 @@ class HarborTests:
         exports = "".join(f"export {name}={shlex.quote(value)}; " for name, value in self.env.items())
         output = f"{LOGS_DIR}/test-stdout.txt"
         ran = await context.bash(
-            f"cd {shlex.quote(self.workdir)} && {exports}bash {TEST_SCRIPT} > {output} 2>&1", self.timeout_s
+            f"cd {shlex.quote(self.workdir)} && {exports}{_BASH} {TEST_SCRIPT} > {output} 2>&1",
+            self.timeout_s,
         )
         if ran.timed_out:
             raise self._unscorable(
@@ -140,7 +147,7 @@ def _number(text: str) -> float:
 
 async def _read(context: ScoringContext, path: str) -> str | None:
     """A reward file's text, or None if test.sh did not write it."""
-    read = await context.bash(f"[ -f {path} ] || exit {_MISSING}; cat {path}", _STEP_TIMEOUT_S)
+    read = await context.bash(f'[ -f {path} ] || exit {_MISSING}; printf %s "$(< {path})"', _STEP_TIMEOUT_S)
     if read.exit_code == _MISSING:
         return None
     if not read.ok:

@@ -69,6 +69,13 @@ class Sandbox(Protocol):
         """Run `command` with bash in the sandbox's working folder."""
         ...
 
+    async def seal(self) -> None:
+        """The agent's turns are over: end its shell and every process it left, raise EpisodeError
+        SYSTEM_CHANGED if it changed the system's own files (where the sandbox can tell), and run every
+        later command in a fresh shell of the verifiers' own (`agent_env.sandbox.sealing`). Called by
+        the episode before its verifiers' first command; once is enough, later calls do nothing."""
+        ...
+
     async def teardown(self) -> None:
         """Remove everything the sandbox made; never raises, safe to call twice."""
         ...

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import posixpath
+from collections.abc import Iterable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agent_env._errors import ArgumentError
 from agent_env.sandbox.base import DEFAULT_COMMAND_TIMEOUT_S, DEFAULT_MAX_OUTPUT_BYTES
 
 DEFAULT_IMAGE = "agent-env-sandbox:latest"
@@ -67,3 +70,25 @@ class SandboxConfig(BaseModel):
         description="Docker: the size of the writable /work and /tmp (in memory). Local: the most one file "
         "a command writes may hold.",
     )
+    may_change: tuple[str, ...] = Field(
+        (),
+        description="Docker: the system's files or folders (under /bin, /sbin, /usr, /lib*, /etc, the "
+        "image's PATH folders) the agent's work may change, as absolute paths; any other change there "
+        "leaves the episode unscorable (SYSTEM_CHANGED). Declare as little as the task needs: a verifier "
+        "that runs what lies there runs what the agent made.",
+    )
+
+    @field_validator("may_change")
+    @classmethod
+    def _absolute_paths(cls, paths: tuple[str, ...]) -> tuple[str, ...]:
+        return may_change_paths(paths)
+
+
+def may_change_paths(paths: Iterable[str]) -> tuple[str, ...]:
+    """`may_change` as given (bundle.toml's, a Harbor task's), each checked absolute and normalised."""
+    checked = []
+    for path in paths:
+        if not path.startswith("/") or posixpath.normpath(path) == "/":
+            raise ArgumentError(f"may_change holds {path!r}: write absolute paths below / (say '/etc/nginx')")
+        checked.append(posixpath.normpath(path))
+    return tuple(checked)

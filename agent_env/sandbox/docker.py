@@ -14,6 +14,10 @@ kills the command; only a shell that does not is killed, and the next command st
 teardown, whatever happened, nothing the episode started runs on (a command running then is killed
 with the container), and the container is removed in the background (`docker_removal`).
 
+Sealed for its verifiers (`seal`, `agent_env.sandbox.sealing`), the agent's shell is ended and every
+process it left killed, the engine's diff of the container is checked for changes to the system's
+own files, and the verifiers' commands run in a shell of their own, started by a new exec.
+
 The engine is checked when the provider is made, that is when a server starts, so a missing engine
 or image is an error before the first episode rather than at it.
 """
@@ -46,23 +50,36 @@ from agent_env.sandbox.docker_engine import (
 from agent_env.sandbox.docker_image import WORK_FOLDER
 from agent_env.sandbox.docker_removal import Removals, remove_orphans
 from agent_env.sandbox.owner import owner_labels
+from agent_env.sandbox.sealing import (
+    ProtectedPaths,
+    changes_of,
+    scratch_folder,
+    unscorable,
+    verifier_environment,
+)
 from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot
 
+# Every process but the container's init and this one: one pass is enough, since the kernel signals
+# every process at once and a fork under way when the kill comes is cancelled.
 _KILL_ALL = ["/bin/bash", "-c", "kill -9 -1"]
 _PAGE = 4096
 _CHECK_TIMEOUT_S = 10.0
 _MAX_INLINE_ARCHIVE = 96 * 1024
 """The most base64 of the task's files sent as one command (a command is one argument of at most
 128 KiB to `bash -c`); more goes in through an exec of its own."""
-# The container's init: bash reaps every orphan it adopts, so killed leftovers leave no zombie that
-# would hold a pid, and `kill -1` never reaches it (it spares pid 1). Sent SIGUSR1 (the host's "a
-# command is past its deadline"), it passes it on to every other process: the shell, which traps it
-# and kills the command, and the command's processes, which it ends. It takes no new process, so
-# it works even when a command holds every pid the container may have.
+# The container's init: bash, waiting on a copy of itself that blocks reading the container's stdin
+# (held open by the engine, never written), so it runs no program from the container's disk: a
+# command that replaced one (`sleep`, say) gets nothing run by the init. Its `wait` reaps every
+# orphan it adopts, so killed leftovers leave no zombie that would hold a pid, and `kill -1` never
+# reaches it (it spares pid 1); its copy, killed with the rest after each command, is forked again.
+# Sent SIGUSR1 (the host's "a command is past its deadline"), it passes it on to every other
+# process: the shell, which traps it and kills the command, and the command's processes, which it
+# ends. It takes no new process, so it works even when a command holds every pid the container may
+# have.
 _INIT = [
     "/bin/bash",
     "-c",
-    "trap 'exit 0' TERM; trap 'kill -USR1 -1' USR1; while :; do sleep 86400 & wait; done",
+    "exec 3<&0; trap 'exit 0' TERM; trap 'kill -USR1 -1' USR1; while :; do (read -r -u 3 _) & wait; done",
 ]
 _ENVIRONMENT = {"HOME": WORK_FOLDER, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
 
@@ -75,16 +92,27 @@ class DockerSandbox:
     """One episode's container, and the shell in it that runs its commands (`agent_env.sandbox.shell`),
     started with it and again after a command that left it dead."""
 
-    def __init__(self, container: Any, removals: Removals, settings: SandboxConfig | None = None) -> None:
+    def __init__(
+        self,
+        container: Any,
+        removals: Removals,
+        settings: SandboxConfig | None = None,
+        protected: ProtectedPaths | None = None,
+    ) -> None:
         self.container = container
         self._removals = removals
         chosen = settings or SandboxConfig(provider="docker")
         self.folder = chosen.workdir or WORK_FOLDER
         """Where commands run and the task's files go: /work, or the image's own `workdir`."""
-        own = _ENVIRONMENT if chosen.workdir is None else {}  # an image of its own keeps its HOME, LANG
+        self._own_image = chosen.workdir is not None
+        own = {} if self._own_image else _ENVIRONMENT  # an image of its own keeps its HOME, LANG
         self._environment = {**own, **dict(chosen.environment)}
+        self._protected = protected or ProtectedPaths.of(
+            dict(chosen.environment).get("PATH"), may_change=chosen.may_change, workdir=self.folder
+        )
         self._shells: ShellSlot[_ContainerShell] = ShellSlot(self._start, self._end)
         self._removed = False
+        self._sealed = False
 
     @property
     def id(self) -> str:
@@ -127,6 +155,25 @@ class DockerSandbox:
                 f"{exit_code}: {output.strip()!r}): use an image that has tar and base64, and a work_mb "
                 "that holds the files"
             )
+
+    async def seal(self) -> None:
+        """End the agent's shell and every process it left; refuse (SYSTEM_CHANGED) an agent that changed
+        the system's own files, by the engine's diff of the container; from now on, run commands in a
+        shell of the verifiers' own (`agent_env.sandbox.sealing`). Once; later calls do nothing."""
+        if self._sealed:
+            return
+        self._sealed = True
+        await self._shells.close()  # its end kills every process but the init, the agent's shell's too
+        changes = self._protected.forbidden(changes_of(await run_sync(self.container.diff)))
+        if changes:
+            raise unscorable(changes)
+        if self._removed:
+            raise StateError("the sandbox has been torn down")
+        self._environment = {
+            **self._environment,
+            **verifier_environment(scratch_folder(), own_home=not self._own_image),
+        }
+        self._shells = ShellSlot(self._start, self._end)
 
     async def teardown(self) -> None:
         """Stop what runs in the container at once, and leave its removal to the background.
@@ -243,7 +290,8 @@ class DockerSandboxProvider:
         """Whether the engine caps a container's disk, until it once says it cannot."""
         self.client = client if client is not None else docker_client()
         self.removals = Removals()
-        self._check_image()
+        self.protected = self._check_image()
+        """What the agent may not change in a container (`agent_env.sandbox.sealing`), by its image."""
 
     async def create(self, files: Mapping[str, bytes]) -> DockerSandbox:
         self.check_room(files)
@@ -253,7 +301,7 @@ class DockerSandboxProvider:
 
     async def started(self) -> DockerSandbox:
         """A sandbox whose container and shell run, with no files yet."""
-        sandbox = DockerSandbox(await run_sync(self._start), self.removals, self.settings)
+        sandbox = DockerSandbox(await run_sync(self._start), self.removals, self.settings, self.protected)
         try:
             await sandbox.check()
         except BaseException:
@@ -320,6 +368,7 @@ class DockerSandboxProvider:
                 settings.image,
                 command=_INIT,
                 name=name,
+                stdin_open=True,  # the init's to wait on (`_INIT`)
                 network_mode="bridge" if self.networked else "none",
                 nano_cpus=int(settings.cpus * 1e9),
                 mem_limit=f"{settings.memory_mb}m",
@@ -349,7 +398,8 @@ class DockerSandboxProvider:
                 self.client.api.remove_container(name, force=True)
             return self._create(name, {k: v for k, v in filesystem.items() if k != "storage_opt"})
 
-    def _check_image(self) -> None:
+    def _check_image(self) -> ProtectedPaths:
+        """Check the engine has the image; what the agent may not change in a container of it."""
         import docker.errors
 
         try:
@@ -360,9 +410,17 @@ class DockerSandboxProvider:
                 f"`agent-env sandbox-image --tag {self.settings.image}`, or set [sandbox] image in "
                 "bundle.toml to an image that has /bin/bash"
             ) from exc
-        declared = (image.attrs.get("Config") or {}).get("Env") or []
-        if self.settings.workdir is not None and not any(str(e).startswith("HOME=") for e in declared):
+        declared = [str(e) for e in (image.attrs.get("Config") or {}).get("Env") or []]
+        if self.settings.workdir is not None and not any(e.startswith("HOME=") for e in declared):
             self._home = "/root" if self.settings.user.split(":")[0] == "0" else self.settings.workdir
+        variables = dict(e.partition("=")[::2] for e in declared) | dict(self.settings.environment)
+        own_image = self.settings.workdir is not None
+        return ProtectedPaths.of(
+            variables.get("PATH"),
+            may_change=self.settings.may_change,
+            workdir=self.settings.workdir or WORK_FOLDER,
+            home=variables.get("HOME", self._home) if own_image else None,
+        )
 
 
 def _unpack_by_exec(container: Any, archive: bytes, folder: str) -> tuple[int | None, str]:

@@ -9,6 +9,9 @@ process of its session, and the next command starts a new shell.
 Where bubblewrap runs (`bubblewrap.py`), the shell is confined: no network, only its episode's
 folder writable, and a process namespace of which it is pid 1, so that what a command leaves behind
 is killed after it (setsid or not), and everything is when the shell is.
+Sealed for its verifiers (`seal`, `agent_env.sandbox.sealing`), the agent's shell is killed with all
+it runs, and the verifiers' commands run in a new shell with a home and a Python bytecode folder of
+their own, and no `PATH` entry in the episode's folder.
 """
 
 from __future__ import annotations
@@ -22,11 +25,12 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from agent_env._errors import ArgumentError
+from agent_env._errors import ArgumentError, StateError
 from agent_env._processes import exit_watch, kill_group, kill_session, ready, reap
 from agent_env._threads import run_sync
 from agent_env.sandbox.base import CommandResult
 from agent_env.sandbox.bubblewrap import bubblewrap_for, confined
+from agent_env.sandbox.sealing import verifier_environment
 from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot
 
 _READ_CHUNK = 64 * 1024
@@ -42,20 +46,43 @@ class LocalSandbox:
         self.root = root
         self.bwrap = bwrap
         self.max_file_mb = max_file_mb
+        self._environment = _environment(root)
         self._shells: ShellSlot[_LocalShell] = ShellSlot(self._start, _LocalShell.end)
+        self._scratch: Path | None = None
+        """The verifiers' own folder (their home, their Python bytecode), made at the seal."""
+        self._torn_down = False
 
     async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
         return await self._shells.run(command, timeout_s=timeout_s, max_output_bytes=max_output_bytes)
 
+    async def seal(self) -> None:
+        """Kill the agent's shell with all it runs; from now on, run commands in a shell of the
+        verifiers' own (`agent_env.sandbox.sealing`). Once; later calls do nothing."""
+        if self._scratch is not None:
+            return
+        self._scratch = Path(await run_sync(tempfile.mkdtemp, "", "agent-env-verifier-"))
+        await self._shells.close()
+        if self._torn_down:
+            raise StateError("the sandbox has been torn down")
+        self._environment = {
+            **self._environment,
+            "PATH": _outside(self._environment["PATH"], self.root),
+            **verifier_environment(str(self._scratch), own_home=True),
+        }
+        self._shells = ShellSlot(self._start, _LocalShell.end)
+
     async def teardown(self) -> None:
+        self._torn_down = True
         if self._shells.running is not None:
             self._shells.running.kill_now()  # a command running now then answers at once
         await self._shells.close()
-        with contextlib.suppress(Exception):
-            await run_sync(shutil.rmtree, self.root, ignore_errors=True)
+        for folder in (self.root, self._scratch):
+            if folder is not None:
+                with contextlib.suppress(Exception):
+                    await run_sync(shutil.rmtree, folder, ignore_errors=True)
 
     async def _start(self) -> _LocalShell:
-        return _LocalShell.start(self.root, self.bwrap, self.max_file_mb)
+        return _LocalShell.start(self.root, self.bwrap, self.max_file_mb, self._environment)
 
 
 class _LocalShell:
@@ -76,13 +103,15 @@ class _LocalShell:
         self.shell = Shell(self._write, self._read, self._interrupt)
 
     @classmethod
-    def start(cls, root: Path, bwrap: str | None, max_file_mb: int | None) -> _LocalShell:
+    def start(
+        cls, root: Path, bwrap: str | None, max_file_mb: int | None, environment: Mapping[str, str]
+    ) -> _LocalShell:
         file_kib = "" if max_file_mb is None else str(max_file_mb * 1024)  # ulimit -f counts KiB
         argv = ["bash", "-c", DRIVER, SHELL_NAME, "all" if bwrap else "group", file_kib]
         process = subprocess.Popen(
             confined(bwrap, root, argv, as_pid_1=True) if bwrap else argv,
             cwd=root,
-            env=_environment(root),
+            env=dict(environment),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -182,3 +211,14 @@ def _environment(root: Path) -> dict[str, str]:
         "TMPDIR": str(root),
         "LANG": "C.UTF-8",
     }
+
+
+def _outside(search_path: str, root: Path) -> str:
+    """`search_path` without the entries a command could have written to: relative ones (the current
+    folder, the episode's) and those inside the episode's folder."""
+    kept = [
+        entry
+        for entry in search_path.split(os.pathsep)
+        if os.path.isabs(entry) and not Path(entry).resolve().is_relative_to(root)
+    ]
+    return os.pathsep.join(kept)

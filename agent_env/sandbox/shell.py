@@ -35,7 +35,9 @@ if [ -n "$2" ]; then ulimit -f "$2" || exit 97; fi
 if [ "$mode" = group ]; then set -m; fi
 trap : USR1  # the host's "past its deadline": ends the wait below, and the command is killed
 while IFS= read -r nonce && IFS= read -r size && IFS= read -r -N "$size" command; do
-  (trap - USR1; printf '\001%s %d\n' "$nonce" "$BASHPID"; exec bash -c "$command") </dev/null 2>&1 &
+  # The command runs in this very bash (`$BASH`, named bash), not whichever one PATH finds first.
+  (trap - USR1; printf '\001%s %d\n' "$nonce" "$BASHPID"; exec -a bash "$BASH" -c "$command") \
+    </dev/null 2>&1 &
   pid=$!
   wait "$pid"
   status=$?

@@ -75,6 +75,9 @@ class CountedSandbox:
     async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
         return await self.inner.run(command, timeout_s=timeout_s, max_output_bytes=max_output_bytes)
 
+    async def seal(self) -> None:
+        await self.inner.seal()
+
     async def teardown(self) -> None:
         self.teardowns += 1
         await self.inner.teardown()
@@ -245,6 +248,37 @@ def test_a_bash_task_runs_bash_in_its_sandbox_and_its_bash_verifier_scores_the_r
     assert task.toolset.name == "dock+bash"
     assert listing == task.files["manifest.csv"].decode() + "\n[exit code: 0]"
     assert (end.score, end.verifier_scores) == (1.0, (1.0,))
+
+
+def test_a_bash_verifier_runs_after_the_agents_shell_is_gone_and_code_it_planted_for_python_does_not_run(
+    tmp_path: Path,
+):
+    import os
+    import sys
+
+    from agent_env.verifiers import BashCheck
+
+    python = os.path.realpath(sys.executable)  # outside the virtualenv: Python's user site is on
+    site = f".local/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
+    check = f'{python} -c \'import sys; sys.exit(open("total.txt").read().strip() != "205")\''
+    task = dataclasses.replace(
+        example("manifest-total-000"), verifiers=(Verifier(BashCheck(type="bash", command=check)),)
+    )
+    plant = f'mkdir -p "$HOME/{site}" && echo "import os; os._exit(0)" > "$HOME/{site}/forge.pth"'
+
+    async def main(command: str) -> agent_env.TurnResult:
+        episode = Episode(task, provider=LocalSandboxProvider(tmp_path))
+        await episode.deploy()
+        try:
+            await episode.call_tool("bash", {"command": command})
+            return await episode.end_turn("Written.")
+        finally:
+            await episode.teardown()
+
+    forged = asyncio.run(main(f"echo 999 > total.txt; {plant}"))
+    honest = asyncio.run(main(AWK_TOTAL))
+
+    assert (forged.score, honest.score) == (0.0, 1.0)
 
 
 @pytest.mark.parametrize(

@@ -435,3 +435,79 @@ def test_after_a_command_that_killed_its_shell_the_next_runs_in_a_new_one_and_on
     assert killer.render(10).endswith("[killed: the shell that ran the command ended under it]")
     assert late.timed_out
     assert first.output != second.output == third.output
+
+
+def test_the_containers_init_runs_no_program_from_its_disk_so_one_the_agent_replaced_never_runs(
+    docker_client: Any, sandbox_image: str
+) -> None:
+    root = DockerSandboxProvider(
+        settings(image=sandbox_image, workdir="/work", user="0:0"), client=docker_client
+    )
+    shim = (
+        "printf '#!/bin/bash\\ntouch /tmp/ran-by-init\\nexec /bin/busybox sleep 300\\n' > {0}; chmod 755 {0}"
+    )
+    replace = " && ".join(shim.format(path) for path in ("/bin/sleep", "/usr/bin/sleep"))
+
+    async def play(sandbox: DockerSandbox) -> Any:
+        await sandbox.run(f"rm -f /bin/sleep /usr/bin/sleep; {replace}", timeout_s=10, max_output_bytes=CAP)
+        for _ in range(3):  # each command's end kills every process but the init's, which it starts again
+            await sandbox.run("true", timeout_s=10, max_output_bytes=CAP)
+        return await sandbox.run("ls /tmp; ps -o args", timeout_s=10, max_output_bytes=CAP)
+
+    result = in_sandbox(root, {}, play)
+
+    assert "ran-by-init" not in result.output
+    assert "sleep 300" not in result.output
+
+
+def test_once_sealed_commands_run_in_a_new_exec_with_the_verifiers_environment_and_nothing_the_agent_started(
+    provider: DockerSandboxProvider,
+) -> None:
+    async def play(sandbox: DockerSandbox) -> tuple[Any, Any]:
+        agents = await sandbox.run("echo $$ $HOME", timeout_s=10, max_output_bytes=CAP)
+        await sandbox.seal()
+        await sandbox.seal()  # once is enough
+        verifiers = await sandbox.run(
+            "echo $$ $HOME $PYTHONNOUSERSITE $PYTHONPYCACHEPREFIX $XDG_CACHE_HOME; ps -o args | grep -v ps",
+            timeout_s=10,
+            max_output_bytes=CAP,
+        )
+        return agents, verifiers
+
+    agents, verifiers = in_sandbox(provider, {}, play)
+
+    agent_shell, agent_home = agents.output.split()
+    first, *processes = verifiers.output.splitlines()
+    shell, home, no_user_site, bytecode, caches = first.split()
+    assert agent_home == "/work"
+    assert shell != agent_shell
+    assert home.startswith("/tmp/agent-env-verifier-") and home.endswith("/home")
+    assert (no_user_site, bytecode, caches) == (
+        "1",
+        home.replace("/home", "/pycache"),
+        home.replace("/home", "/cache"),
+    )
+    assert sum("agent-env-shell" in line for line in processes) == 1  # the verifiers' shell alone
+
+
+def test_a_sealed_container_whose_system_files_the_agent_changed_refuses_its_verifiers_naming_them(
+    docker_client: Any, sandbox_image: str
+) -> None:
+    from agent_env.errors import EpisodeError
+
+    root = DockerSandboxProvider(
+        settings(image=sandbox_image, workdir="/work", user="0:0"), client=docker_client
+    )
+
+    async def play(sandbox: DockerSandbox) -> EpisodeError:
+        await sandbox.run(
+            "echo evil > /etc/ld.so.preload; echo fine > /work/out", timeout_s=10, max_output_bytes=CAP
+        )
+        with pytest.raises(EpisodeError) as refused:
+            await sandbox.seal()
+        return refused.value
+
+    error = in_sandbox(root, {}, play)
+
+    assert error.code == "SYSTEM_CHANGED"
+    assert "/etc/ld.so.preload (added)" in error.message and "/work/out" not in error.message

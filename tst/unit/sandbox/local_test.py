@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -161,3 +163,67 @@ def test_a_file_past_work_mb_is_cut_there_with_the_writer_told_and_the_next_comm
     assert "File size limit exceeded" in capped.output
     assert capped.output.endswith("status=153\n1048576\n")  # 128 + SIGXFSZ; the file stops at 1 MiB
     assert after == CommandResult(0, "next\n")
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_once_sealed_commands_run_in_a_new_shell_with_a_home_and_python_bytecode_of_the_verifiers_own(
+    tmp_path: Path, isolation: str
+):
+    async def act(sandbox: LocalSandbox) -> tuple[CommandResult, CommandResult, Path]:
+        agents = await run(sandbox, 'echo "$HOME $$"')
+        await sandbox.seal()
+        await sandbox.seal()  # once is enough
+        return (
+            agents,
+            await run(sandbox, 'echo "$HOME $$ $PYTHONNOUSERSITE $PYTHONPYCACHEPREFIX"'),
+            sandbox.root,
+        )
+
+    agents, verifiers, root = in_sandbox(tmp_path, act, isolation=isolation)
+
+    agent_home, agent_shell = agents.output.split()
+    home, shell, no_user_site, bytecode = verifiers.output.split()
+    assert agent_home == str(root)
+    assert home != agent_home and not Path(home).is_relative_to(root)
+    assert shell != agent_shell or isolation == "bubblewrap"  # confined, each shell is pid 1 of its own
+    assert no_user_site == "1"
+    assert Path(bytecode).parent == Path(home).parent
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_pth_file_the_agent_planted_in_its_homes_python_user_site_runs_no_code_in_a_verifiers_python(
+    tmp_path: Path, isolation: str
+):
+    python = os.path.realpath(sys.executable)  # the interpreter itself, outside any virtualenv: user site on
+    site = f".local/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
+    plant = f'mkdir -p "$HOME/{site}" && echo "import os; os._exit(0)" > "$HOME/{site}/forge.pth"'
+    check = f"{python} -c 'import sys; sys.exit(3)'"
+
+    async def act(sandbox: LocalSandbox) -> tuple[CommandResult, CommandResult]:
+        await run(sandbox, plant)
+        forged = await run(sandbox, check, timeout_s=30)
+        await sandbox.seal()
+        return forged, await run(sandbox, check, timeout_s=30)
+
+    forged, verified = in_sandbox(tmp_path, act, isolation=isolation)
+
+    assert forged.exit_code == 0  # the agent's own python runs the planted code
+    assert verified.exit_code == 3
+
+
+def test_a_path_entry_the_agent_could_write_to_is_left_out_of_the_verifiers_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("PATH", f".{os.pathsep}{os.environ['PATH']}")
+    shim = "printf '#!/bin/sh\\necho 287\\n' > tr && chmod +x tr"
+
+    async def act(sandbox: LocalSandbox) -> tuple[CommandResult, CommandResult]:
+        await run(sandbox, shim)
+        forged = await run(sandbox, "tr -d x < /dev/null")
+        await sandbox.seal()
+        return forged, await run(sandbox, "tr -d x < /dev/null")
+
+    forged, verified = in_sandbox(tmp_path, act)
+
+    assert forged.output == "287\n"
+    assert verified == CommandResult(0, "")

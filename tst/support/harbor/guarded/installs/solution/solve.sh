@@ -1,0 +1,3 @@
+#!/bin/bash
+mkdir -p /usr/local/lib/greeter
+echo hello > /usr/local/lib/greeter/greeting.txt
