@@ -5,7 +5,9 @@ JSON's `"\\ud800"` escape makes one, and so can a tool. UTF-8 cannot encode them
 breaks the observation it is sent in and the trajectory it is written to. Text that comes in (a
 step's or a reset's fields, a tool's arguments) and holds one is refused, naming where
 (`invalid_text`); text the framework hands on (a tool's result, an error's message, a simulated
-user's message) has each one replaced by U+FFFD (`valid_text`).
+user's message) has each one replaced by U+FFFD (`valid_text`), and so has JSON that comes in as bytes
+from a server the framework is a client of (an MCP server's messages: `valid_json`), before it is
+parsed, since a strict parser refuses the whole message for one.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ NOT_UNICODE = (
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_JSON_ESCAPES = re.compile(
+    rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+)
+"""An escaped backslash, a surrogate pair, or a lone surrogate (in this order, so `\\\\ud800` is text)."""
 
 
 def invalid_text(value: Any, path: str = "") -> str | None:
@@ -57,3 +64,20 @@ def valid_data(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [valid_data(item) for item in value]
     return value
+
+
+def valid_json(data: bytes) -> bytes:
+    """JSON text `data` with each lone surrogate it escapes (`\\ud800`) escaped as U+FFFD instead, and
+    each sequence that is not UTF-8 replaced by U+FFFD; `data` itself when it has neither."""
+    if _ESCAPED_SURROGATE.search(data) and (replaced := _JSON_ESCAPES.sub(_valid_escape, data)) != data:
+        data = replaced
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return data.decode(errors="replace").encode()
+    return data
+
+
+def _valid_escape(match: re.Match[bytes]) -> bytes:
+    escape = match[0]
+    return escape if len(escape) != 6 else b"\\ufffd"

@@ -116,6 +116,8 @@ class Toolset:
         owner: dict[str, str] = {"bash": "the sandbox"} if self.bash else {}
         for env in self.envs:
             for tool in env.tools or ():
+                if _refused(tool) is not None:
+                    continue
                 if tool.name in owner:
                     problems.append(
                         f"envs '{owner[tool.name]}' and '{env.name}' both have a tool '{tool.name}': "
@@ -171,10 +173,13 @@ class Toolset:
     @cached_property
     def env_tools(self) -> tuple[tuple[AnyEnvSpec, AnyTool], ...]:
         """Every env tool the role may call after the access changes, in env then definition order (an
-        MCP env's in the order its server listed them); none of an env whose tools are not yet known."""
+        MCP env's in the order its server listed them); none of an env whose tools are not yet known,
+        nor an MCP tool the bundle refused (`McpTool.refused`)."""
         allowed: list[tuple[AnyEnvSpec, AnyTool]] = []
         for env in self.envs:
             for tool in env.tools or ():
+                if _refused(tool) is not None:
+                    continue
                 enabled = tool.roles is None or self.role in tool.roles
                 for change in self.access:
                     if change.applies_to(env.name, tool.name):
@@ -225,6 +230,12 @@ class Toolset:
         not call, or one no env has (with the nearest name offered)."""
         offered = [t["function"]["name"] for t in self.tools]
         available = ", ".join(offered)
+        for env in self.envs:
+            if (why := _refused(env.tool(name))) is not None:
+                return EpisodeError(
+                    ErrorCode.UNKNOWN_TOOL,
+                    f"tool '{name}' of MCP server '{env.name}' is not offered: {why} (tools: {available})",
+                )
         if any(env.tool(name) for env in self.envs):
             return EpisodeError(
                 ErrorCode.TOOL_NOT_ALLOWED,
@@ -248,3 +259,8 @@ class Toolset:
     def _env(self, name: str) -> AnyEnvSpec | None:
         """The env called `name`, or None."""
         return next((env for env in self.envs if env.name == name), None)
+
+
+def _refused(tool: AnyTool | None) -> str | None:
+    """Why an MCP server's tool is not offered (`McpTool.refused`); None for any other tool."""
+    return tool.refused if isinstance(tool, McpTool) else None

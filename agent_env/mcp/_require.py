@@ -9,4 +9,4 @@ INSTALL = "pip install 'agentenv-framework[mcp]'"
 
 def require_mcp_extra() -> None:
     """Raise ImportError naming `[mcp]` when a package the extra brings is missing."""
-    require_modules(("mcp", "jsonschema", "httpx", "anyio"), needed_by="an MCP env", install=INSTALL)
+    require_modules(("mcp", "jsonschema", "httpx", "anyio", "re2"), needed_by="an MCP env", install=INSTALL)

@@ -11,7 +11,10 @@ server's network and its writes to the machine, and a process namespace alone ad
 
 Each message the server writes is read up to `max_message_bytes`: one over it is dropped as it arrives
 (never held), and the call it answers gets `limits.too_large` instead, so the session goes on. A
-large message is parsed on a worker thread, off the event loop.
+large message is parsed on a worker thread, off the event loop. A line that does not parse is made
+valid Unicode (`_unicode.valid_json`) and parsed again; one that still does not is the error
+`limits.UNREADABLE` for the call it names, at once, or else skipped (said once in the log: servers
+print banners), never handed to the SDK's session, which would drop it and leave its call waiting.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
+import pydantic
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import types
 from mcp.shared.message import SessionMessage
@@ -39,7 +43,9 @@ from agent_env import _subreaper
 from agent_env._errors import AgentEnvError
 from agent_env._processes import exit_watch, kill_group, kill_session, ready, reap
 from agent_env._threads import run_sync
-from agent_env.mcp.limits import RequestId, too_large
+from agent_env._unicode import valid_json
+from agent_env.mcp._log import ServerLog
+from agent_env.mcp.limits import UNREADABLE, RequestId, local_error, too_large
 
 INHERITED = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "TMPDIR")
 """The variables a server gets from the process that starts it (its `env` adds to them): enough to
@@ -62,7 +68,7 @@ class ServerExitedError(AgentEnvError):
 class StdioServer:
     """One server process; `streams()` is its transport for the SDK's `ClientSession`."""
 
-    def __init__(self, process: subprocess.Popen[bytes], *, max_message_bytes: int) -> None:
+    def __init__(self, process: subprocess.Popen[bytes], *, max_message_bytes: int, log: ServerLog) -> None:
         assert process.stdin is not None and process.stdout is not None and process.stderr is not None
         self.process = process
         self._stdin, self._stdout, self._stderr = (
@@ -77,6 +83,7 @@ class StdioServer:
         self._stderr_bytes = 0
         self._stopped = False
         self.max_message_bytes = max_message_bytes
+        self.log = log
         self._awaited: dict[RequestId, None] = {}
         """The ids of the requests sent and not yet answered, oldest first."""
 
@@ -89,6 +96,7 @@ class StdioServer:
         cwd: Path,
         *,
         max_message_bytes: int,
+        log: ServerLog,
     ) -> StdioServer:
         """Start the server under the launcher (fork and exec off the event loop); OSError when it
         cannot be."""
@@ -105,7 +113,7 @@ class StdioServer:
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
-        return cls(process, max_message_bytes=max_message_bytes)
+        return cls(process, max_message_bytes=max_message_bytes, log=log)
 
     @property
     def exit_code(self) -> int | None:
@@ -215,18 +223,58 @@ class StdioServer:
         if not line.strip():
             return
         try:
-            if len(line) > _PARSE_ON_LOOP_BYTES:
-                message = await run_sync(types.JSONRPCMessage.model_validate_json, line)
-            else:
-                message = types.JSONRPCMessage.model_validate_json(line)
-        except Exception as exc:  # not JSON-RPC: the session is told, as the SDK's transport does
-            await messages.send(exc)
-            return
+            message = await self._parsed(line)
+        except pydantic.ValidationError as exc:
+            if (repaired := await self._repaired(line)) is None:
+                await self._unreadable(messages, line, exc)
+                return
+            message = repaired
         if isinstance(message.root, types.JSONRPCResponse | types.JSONRPCError):
             if message.root.id not in self._awaited:
                 return  # the answer to a call already told its answer was dropped
             del self._awaited[message.root.id]
         await messages.send(SessionMessage(message))
+
+    async def _parsed(self, line: bytes) -> types.JSONRPCMessage:
+        if len(line) > _PARSE_ON_LOOP_BYTES:
+            return await run_sync(types.JSONRPCMessage.model_validate_json, line)
+        return types.JSONRPCMessage.model_validate_json(line)
+
+    async def _repaired(self, line: bytes) -> types.JSONRPCMessage | None:
+        """A line that did not parse, parsed once made valid Unicode (said once in the log); None when
+        it was valid, or still does not parse."""
+        valid = valid_json(line)
+        if valid is line:
+            return None
+        try:
+            message = await self._parsed(valid)
+        except pydantic.ValidationError:
+            return None
+        self.log.not_unicode()
+        return message
+
+    async def _unreadable(
+        self,
+        messages: MemoryObjectSendStream[SessionMessage | Exception],
+        line: bytes,
+        error: pydantic.ValidationError,
+    ) -> None:
+        """A line that is not a JSON-RPC message: the call it names (at its start or its end) gets
+        `UNREADABLE` at once; a line that names none is skipped, said once in the log."""
+        why = error.errors()[0]["msg"] if error.errors() else str(error)
+        awaited = list(self._awaited)
+        named = _named(awaited, line[:_ID_SCAN_BYTES]) or _named(awaited, line[-_ID_SCAN_BYTES:])
+        if not named:
+            self.log.say_once(
+                "not JSON-RPC",
+                f"wrote a line to stdout that is not a JSON-RPC message, skipped ({why}): "
+                f"{line[:200].decode(errors='replace')!r}",
+            )
+            return
+        for request in named:
+            self._awaited.pop(request, None)
+            answer = local_error(request, UNREADABLE, f"answered with what is not a JSON-RPC message ({why})")
+            await messages.send(SessionMessage(types.JSONRPCMessage(answer)))
 
     async def _dropped_early(
         self, messages: MemoryObjectSendStream[SessionMessage | Exception], head: bytes

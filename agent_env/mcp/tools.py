@@ -7,7 +7,12 @@ arguments. Arguments are checked against the server's schema before the call, so
 `INVALID_ARGUMENTS` as for any tool. A result's structured content is what the agent reads, as a
 bundle's own tool's return value would read; a result without any reads as its text blocks.
 
-The schemas are checked with `jsonschema`, which the `mcp` SDK brings; it is imported when a server's
+A tool the bundle could offer but not safely (a schema past `schemas`' bounds, a name that was not
+valid Unicode) is listed `refused`, saying why: not offered, while the server's other tools are. What
+the bundle must fix between its settings and the server (a name to `rename`, a malformed schema) fails
+the listing (`McpListingError`).
+
+The schemas are checked by `agent_env.mcp.schemas` (jsonschema, with RE2), imported when a server's
 tools are listed, never with this module.
 """
 
@@ -22,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pydantic
 
 from agent_env._errors import AgentEnvError
+from agent_env._unicode import REPLACEMENT
 from agent_env.errors import EpisodeError, ErrorCode
 from agent_env.mcp.config import McpServerConfig
 from agent_env.names import name_problem
@@ -29,6 +35,8 @@ from agent_env.tools import clean_schema, render_result
 
 if TYPE_CHECKING:
     from mcp import types
+
+    from agent_env.mcp.schemas import Checked
 
 CALL_MARGIN_S = 1.0
 """How much longer than a server's `call_timeout_s` its tools list as their own deadline: the env's
@@ -43,10 +51,14 @@ class McpTool:
     remote: str
     description: str
     parameters: Mapping[str, Any]
-    validator: Any = field(repr=False)
-    """A `jsonschema` validator of the server's input schema."""
+    checks: Checked | None = field(default=None, repr=False)
+    """The server's input schema, as it checks arguments (`agent_env.mcp.schemas`)."""
     roles: frozenset[str] | None = None
     timeout_s: float | None = None
+    output: Checked | None = field(default=None, repr=False)
+    """The server's output schema, as it checks a result's structured content; None without one."""
+    refused: str | None = None
+    """Why the tool is not offered (its schema, or its name): it is listed, but no call reaches it."""
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -62,24 +74,30 @@ class McpTool:
         return result
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """The arguments, once they meet the server's schema; else INVALID_ARGUMENTS naming each problem."""
+        """The arguments, once they meet the server's schema; else INVALID_ARGUMENTS naming each problem.
+        Blocking (linear in the arguments and the schema, which are bounded): run off the loop."""
         if not isinstance(arguments, Mapping):
             raise EpisodeError(
                 ErrorCode.INVALID_ARGUMENTS,
                 f"{self.name}: arguments must be a JSON object, not {type(arguments).__name__}",
             )
         given = dict(arguments)
-        errors = sorted(self.validator.iter_errors(given), key=lambda e: list(e.absolute_path))
-        if not errors:
+        problems = self.checks.problems(given) if self.checks is not None else []
+        if not problems:
             return given
-        problems = []
-        for error in errors:
-            where = ".".join(str(part) for part in error.absolute_path)
-            problems.append(f"argument '{where}': {error.message}" if where else error.message)
         known = ", ".join(self.parameters.get("properties", {})) or "none"
         raise EpisodeError(
             ErrorCode.INVALID_ARGUMENTS, f"{self.name}: {'; '.join(problems)} (arguments: {known})"
         )
+
+    def result_problems(self, structured: dict[str, Any] | None) -> list[str]:
+        """What is wrong with a result's structured content by the tool's output schema (none without
+        one). Blocking, as `validate` is."""
+        if self.output is None:
+            return []
+        if structured is None:
+            return ["it has an output schema but answered no structured content"]
+        return self.output.problems(structured, part="field")
 
 
 class McpListingError(AgentEnvError):
@@ -91,8 +109,11 @@ class McpListingError(AgentEnvError):
 
 
 def listed_tools(env: str, server: McpServerConfig, listed: Sequence[types.Tool]) -> tuple[McpTool, ...]:
-    """The server's tools under the bundle's rules, or McpListingError naming every one that breaks them."""
-    from jsonschema import SchemaError, validators
+    """The server's tools under the bundle's rules (those it cannot offer `refused`, saying why), or
+    McpListingError naming every one that breaks them. Blocking: bounded, but run off the loop."""
+    from jsonschema import SchemaError
+
+    from agent_env.mcp.schemas import SchemaRefusedError, checked
 
     problems: list[str] = []
     tools: list[McpTool] = []
@@ -107,6 +128,14 @@ def listed_tools(env: str, server: McpServerConfig, listed: Sequence[types.Tool]
     for tool in listed:
         name = server.rename.get(tool.name, tool.name)
         where = f"tool '{tool.name}'" + (f" (renamed '{name}')" if name != tool.name else "")
+        description = (tool.description or tool.title or name).strip()
+        if REPLACEMENT in tool.name:
+            why = (
+                "its name held a lone surrogate, which is not valid Unicode (or U+FFFD, which replaces "
+                "one): no call can name it as the server does; give it a name of valid Unicode in the server"
+            )
+            tools.append(_refused(tool.name, tool.name, description, why))
+            continue
         if problem := name_problem(name, what=where):
             problems.append(
                 f'{problem} in the server, or map it: [mcp.{env}] rename = {{"{tool.name}" = ...}}'
@@ -118,10 +147,21 @@ def listed_tools(env: str, server: McpServerConfig, listed: Sequence[types.Tool]
         seen[name] = tool.name
         schema = tool.inputSchema
         try:
-            validator_class = validators.validator_for(schema, default=validators.Draft202012Validator)
-            validator_class.check_schema(schema)
+            checks = checked(schema)
         except SchemaError as exc:
             problems.append(f"{where} lists a malformed input schema: {exc.message} (at {_path(exc)})")
+            continue
+        except SchemaRefusedError as exc:
+            tools.append(_refused(name, tool.name, description, f"its input schema {exc}"))
+            continue
+        try:
+            output = checked(tool.outputSchema) if tool.outputSchema is not None else None
+        except SchemaError as exc:
+            why = f"its output schema is not a JSON Schema: {exc.message} (at {_path(exc)})"
+            tools.append(_refused(name, tool.name, description, why))
+            continue
+        except SchemaRefusedError as exc:
+            tools.append(_refused(name, tool.name, description, f"its output schema {exc}"))
             continue
         if schema.get("type") != "object":
             problems.append(
@@ -138,16 +178,22 @@ def listed_tools(env: str, server: McpServerConfig, listed: Sequence[types.Tool]
             McpTool(
                 name=name,
                 remote=tool.name,
-                description=(tool.description or tool.title or name).strip(),
+                description=description,
                 parameters=parameters,
-                validator=validator_class(schema),
+                checks=checks,
                 roles=frozenset(roles) if roles is not None else None,
                 timeout_s=server.call_timeout_s + CALL_MARGIN_S,
+                output=output,
             )
         )
     if problems:
         raise McpListingError(problems)
     return tuple(tools)
+
+
+def _refused(name: str, remote: str, description: str, why: str) -> McpTool:
+    """A tool the bundle lists but does not offer, saying `why`."""
+    return McpTool(name=name, remote=remote, description=description, parameters={}, refused=why)
 
 
 def _described(parameters: dict[str, Any]) -> dict[str, Any]:

@@ -27,14 +27,25 @@ class Override:
 
 
 # Reviewed by hand against each distribution's installed license file and metadata (versions as of the last
-# review: groovy 0.1.2, jinja2 3.1.6, lazy-importer 0.1.0, orjson 3.13.0, pyperclip 1.11.0, python-dateutil
-# 4.0.0, safehttpx 0.1.7, semantic-version 2.10.0, tqdm 4.70.1, typing-extensions 4.16.0). A `note` is printed
-# under the table, for a reader to see what was decided.
+# review: google-re2 1.1.20251105, groovy 0.1.2, jinja2 3.1.6, lazy-importer 0.1.0, orjson 3.13.0, pyperclip
+# 1.11.0, python-dateutil 4.0.0, safehttpx 0.1.7, semantic-version 2.10.0, tqdm 4.70.1, typing-extensions
+# 4.16.0). A `note` is printed under the table, for a reader to see what was decided.
 _SHIPS_APACHE = (
     "its metadata says MIT (a classifier), but the only license text it ships is Apache-2.0's (unfilled); "
     "listed under the terms it ships"
 )
+_RE2_LINKS_ABSEIL = (
+    "its license file is RE2's (three-clause BSD, The RE2 Authors); its wheel's extension module also "
+    "links Abseil (Apache-2.0, The Abseil Authors) statically, so both licenses apply to what is installed"
+)
 OVERRIDES: dict[str, Override] = {
+    "google-re2": Override(
+        "its only license metadata is the classifier 'BSD License'; " + _RE2_LINKS_ABSEIL,
+        license="BSD-3-Clause AND Apache-2.0",
+        holder="Copyright (c) 2009 The RE2 Authors; The Abseil Authors (Abseil, linked into its extension "
+        "module)",
+        note=_RE2_LINKS_ABSEIL,
+    ),
     "groovy": Override(_SHIPS_APACHE, license="Apache-2.0", note=_SHIPS_APACHE),
     "jinja2": Override(
         "its only license metadata is the classifier 'BSD License'; LICENSE.txt has the three clauses",

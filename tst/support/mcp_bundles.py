@@ -79,11 +79,19 @@ NOTE_MILK = {"id": "note-milk", "turns": [{"calls": [{"tool": "add_note", "argum
 """The reference play of `a_notes_task()`."""
 
 
+def hostile_server(*tools: str, **settings: Any) -> str:
+    """The `[mcp.notes]` table of `mcp_server.py --hostile`: a server written by hand that lists `echo`
+    and the hostile `tools` named (`mcp_server.HOSTILE_TOOLS`), over stdio."""
+    return stdio_server("--hostile", ",".join(tools), **settings)
+
+
 @contextmanager
-def http_notes_server() -> Iterator[HttpServer]:
-    """`mcp_server.py --http` as a process of its own on a free loopback port; killed after."""
+def http_notes_server(*, hostile: bool = False) -> Iterator[HttpServer]:
+    """`mcp_server.py --http` (or `--http-hostile`) as a process of its own on a free loopback port;
+    killed after."""
+    mode = "--http-hostile" if hostile else "--http"
     process = subprocess.Popen(
-        [sys.executable, str(SERVER), "--http"], stdout=subprocess.PIPE, text=True, start_new_session=True
+        [sys.executable, str(SERVER), mode], stdout=subprocess.PIPE, text=True, start_new_session=True
     )
     try:
         assert process.stdout is not None

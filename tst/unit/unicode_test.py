@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from agent_env._unicode import invalid_text, valid_data, valid_text
+from agent_env._unicode import invalid_text, valid_data, valid_json, valid_text
 
 
 def test_the_first_string_that_is_not_valid_unicode_is_named_by_its_path_keys_included() -> None:
@@ -20,3 +20,15 @@ def test_output_has_each_lone_surrogate_replaced_and_then_encodes_as_utf_8() -> 
     assert data == {"k\ufffd": ["a\ufffdb", 3], "text": "fine"}
     assert valid_text("ok 😀") == "ok 😀"
     json.dumps(data, ensure_ascii=False).encode()
+
+
+def test_json_escaping_a_lone_surrogate_or_not_utf_8_is_made_valid_and_valid_json_is_kept_as_it_is() -> None:
+    valid = b'{"pair": "\\ud83d\\ude00", "text": "\\\\ud800", "plain": "\xc3\xa7"}'
+
+    assert (
+        valid_json(b'{"a": "x\\ud800y", "b": "\\uDC00\\uD800"}')
+        == b'{"a": "x\\ufffdy", "b": "\\ufffd\\ufffd"}'
+    )
+    assert json.loads(valid_json(b'{"a": "\xed\xa0\x80!"}')) == {"a": "\ufffd\ufffd\ufffd!"}
+    assert valid_json(valid) is valid
+    assert json.loads(valid) == {"pair": "😀", "text": "\\ud800", "plain": "ç"}
