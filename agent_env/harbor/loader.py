@@ -8,6 +8,10 @@ those files, or written `harbor:PATH`), and makes the `Bundle` of what `read_har
 
 Every task is in split `train` unless `agent-env-splits.toml`, beside the task folders, maps task
 folders to splits (`eval = ["task-a", "task-b"]`); the tasks it does not name stay in `train`.
+
+Every file is read by a bundle's one rule (`agent_env._bundle.folder`): one that is a link out of the
+folder loaded is refused unread (a prompt goes to model endpoints and into recordings), and
+instruction.md is a prompt, capped at `MAX_PROMPT_BYTES`.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent_env._bundle.folder import PROMPT_CAP, BundleFolder
 from agent_env._digest import folder_digest
 from agent_env.errors import Problem, validation_problems
 from agent_env.harbor.config import TaskToml, resolve_env
@@ -121,7 +126,9 @@ class _Reader:
         self.root = path.resolve()
         self.build = build
         self.client = client
-        self.problems: list[Problem] = []
+        self.folder = BundleFolder(self.root, MAX_TESTS_BYTES, kind="task folder")
+        """Every file is read by its rule: inside the folder (no link out of it), regular, capped."""
+        self.problems: list[Problem] = self.folder.problems
 
     def problem(self, where: str, message: str) -> None:
         self.problems.append(Problem(where, message))
@@ -181,8 +188,11 @@ class _Reader:
         """The task folder's files, read and checked; None (with its problems) when they do not load."""
         before = len(self.problems)
         instruction = folder / "instruction.md"
+        text = None
         if not instruction.is_file():
             self.problem(f"{where}instruction.md", "missing: write the task's prompt for the agent in it")
+        else:
+            text = self.folder.read_text(instruction, f"{where}instruction.md", PROMPT_CAP)
         config = self._config(folder, where)
         for part, why in (
             ("steps", "multi-step tasks (steps/) are not supported: keep one instruction.md per task"),
@@ -220,10 +230,11 @@ class _Reader:
                 f"uses ${{{variable}}}, which is not set here: set it, or give a default "
                 f"(${{{variable}:-value}})",
             )
+        if environment.docker_image is None:
+            self._environment(folder / "environment", f"{where}environment/")
         tests = self._files(folder / "tests", f"{where}tests/")
-        if len(self.problems) > before or tests is None:
+        if len(self.problems) > before or tests is None or text is None:
             return None
-        text = instruction.read_text(encoding="utf-8")
         return _Checked(folder, where, config, text, tests, env, verifier_env, solution_env)
 
     def _made(self, checked: _Checked) -> tuple[Task, Solution | None] | None:
@@ -279,9 +290,12 @@ class _Reader:
                 "missing: write the task's settings in it ([agent], [verifier], [environment])",
             )
             return None
+        text = self.folder.read_text(file, f"{where}task.toml")
+        if text is None:
+            return None
         try:
-            raw = tomllib.loads(file.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             self.problem(f"{where}task.toml", f"malformed TOML: {exc}; fix its syntax")
             return None
         try:
@@ -328,20 +342,39 @@ class _Reader:
         return config
 
     def _files(self, folder: Path, where: str) -> dict[str, bytes] | None:
+        """Every file of tests/ or solution/, by its path there; None (with a problem) if one leads out
+        of the folder or they hold too much."""
+        if not self._inside(folder, where):
+            return None
         files: dict[str, bytes] = {}
         total = 0
         for file in sorted(p for p in folder.rglob("*") if p.is_file()):
-            if not file.resolve().is_relative_to(self.root):
-                self.problem(
-                    f"{where}{file.name}", "leaves the task folder (a symlink): keep every file inside it"
-                )
-                return None
             total += file.stat().st_size
             if total > MAX_TESTS_BYTES:
                 self.problem(where, f"holds over {MAX_TESTS_BYTES // 2**20} MiB: keep big data in the image")
                 return None
-            files[file.relative_to(folder).as_posix()] = file.read_bytes()
+            content = self.folder.read(file, f"{where}{file.relative_to(folder).as_posix()}")
+            if content is None:
+                return None
+            files[file.relative_to(folder).as_posix()] = content
         return files
+
+    def _environment(self, folder: Path, where: str) -> None:
+        """environment/, the image's build context, read at load (its digest names the image) and sent
+        to the engine: a problem for each of its files or links that leads out of the folder."""
+        if folder.exists():
+            self._inside(folder, where)
+
+    def _inside(self, folder: Path, where: str) -> bool:
+        """Whether `folder` and everything under it (its links too, to files or folders) stays inside
+        the folder loaded; a problem for each that does not."""
+        if not self.folder.inside(folder, where.rstrip("/")):
+            return False
+        inside = True
+        for entry in sorted(folder.rglob("*")):
+            if entry.is_symlink() or entry.is_file():
+                inside &= self.folder.inside(entry, f"{where}{entry.relative_to(folder).as_posix()}")
+        return inside
 
     def _image(self, folder: Path, where: str, docker_image: str | None, timeout_s: float) -> Any:
         from agent_env.errors import SandboxUnavailableError
@@ -392,9 +425,12 @@ class _Reader:
         file = self.root / SPLITS_FILE
         if not file.is_file():
             return {}
+        text = self.folder.read_text(file, SPLITS_FILE)
+        if text is None:
+            return {}
         try:
-            raw = tomllib.loads(file.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             self.problem(SPLITS_FILE, f"malformed TOML: {exc}")
             return {}
         placed: dict[str, str] = {}
