@@ -16,6 +16,7 @@ instruction.md is a prompt, capped at `MAX_PROMPT_BYTES`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import shlex
 import tomllib
@@ -29,7 +30,7 @@ from pydantic import ValidationError
 from agent_env._bundle.folder import PROMPT_CAP, BundleFolder
 from agent_env._digest import folder_digest
 from agent_env.errors import Problem, validation_problems
-from agent_env.harbor.config import TaskToml, resolve_env
+from agent_env.harbor.config import EnvironmentSection, TaskToml, resolve_env
 from agent_env.harbor.verifier import TEST_SCRIPT, HarborTests
 from agent_env.sandbox.config import SandboxConfig
 from agent_env.specs import DEFAULT_ROLE, ScriptedCall, ScriptedTurn, Solution
@@ -244,6 +245,8 @@ class _Reader:
         workdir = environment.workdir
         image = environment.docker_image or "agent-env-harbor:unbuilt"
         if self.build:
+            if not self._fits_engine(where, environment):
+                return None
             built = self._image(folder, where, environment.docker_image, environment.build_timeout_sec)
             if built is None:
                 return None
@@ -376,24 +379,69 @@ class _Reader:
                 inside &= self.folder.inside(entry, f"{where}{entry.relative_to(folder).as_posix()}")
         return inside
 
-    def _image(self, folder: Path, where: str, docker_image: str | None, timeout_s: float) -> Any:
+    def _engine(self, where: str) -> Any:
+        """The Docker engine's client, made at the first task; None (with a problem, once) without one."""
         from agent_env.errors import SandboxUnavailableError
-        from agent_env.sandbox.docker_build import task_image
         from agent_env.sandbox.docker_engine import docker_client
+
+        if self.client is None and self.build:
+            try:
+                self.client = docker_client()
+            except SandboxUnavailableError as exc:
+                self.problem(
+                    f"{where}environment/",
+                    f"Harbor tasks run in Docker, and their images are built at load: {exc}",
+                )
+                self.build = False  # one such problem is enough
+        return self.client
+
+    @functools.cached_property
+    def _engine_limits(self) -> tuple[int, int] | None:
+        """The engine's CPUs and memory (MiB): the most one container can be given; None if it does
+        not say."""
+        try:
+            info = self.client.info()
+            return int(info["NCPU"]), int(info["MemTotal"]) // 2**20
+        except Exception:  # an engine that does not say: its own refusal, at the first reset, will
+            return None
+
+    def _fits_engine(self, where: str, environment: EnvironmentSection) -> bool:
+        """Whether the engine can give a container the CPUs and memory the task asks for; a problem for
+        each it cannot (Docker refuses more CPUs than it has at every reset, and takes more memory than
+        it has as no limit at all)."""
+        if self._engine(where) is None:
+            return False
+        if self._engine_limits is None:
+            return True
+        cpus, memory_mb = self._engine_limits
+        fits = True
+        if environment.cpus > cpus:
+            fits = False
+            self.problem(
+                f"{where}task.toml: environment.cpus",
+                f"asks for {environment.cpus:g} CPUs, and the Docker engine has {cpus}: write cpus = {cpus} "
+                "or less, or load the tasks where the engine has more",
+            )
+        if environment.memory_mb > memory_mb:
+            fits = False
+            self.problem(
+                f"{where}task.toml: environment.memory_mb",
+                f"asks for {environment.memory_mb} MB, and the Docker engine has {memory_mb} MB in all: "
+                f"write memory_mb = {memory_mb} or less, or load the tasks where the engine has more",
+            )
+        return fits
+
+    def _image(self, folder: Path, where: str, docker_image: str | None, timeout_s: float) -> Any:
+        from agent_env.sandbox.docker_build import task_image
         from agent_env.sandbox.docker_image import ImageBuildError
 
+        client = self._engine(where)
+        if client is None:
+            return None
         try:
-            if self.client is None:
-                self.client = docker_client()
-            return task_image(self.client, folder / "environment", docker_image, timeout_s)
+            return task_image(client, folder / "environment", docker_image, timeout_s)
         except ImageBuildError as exc:
             self.problem(f"{where}environment/", str(exc))
-        except SandboxUnavailableError as exc:
-            self.problem(
-                f"{where}environment/",
-                f"Harbor tasks run in Docker, and their images are built at load: {exc}",
-            )
-            self.build = False  # one such problem is enough
         return None
 
     def _solution(self, folder: Path, where: str, workdir: str, env: Mapping[str, str]) -> Solution | None:

@@ -254,3 +254,23 @@ def test_an_instruction_over_1_mib_is_refused_unread_naming_the_cap(
         "files, a Harbor task's environment/)"
     ]
     assert (task / "instruction.md").resolve() not in read
+
+
+@pytest.mark.needs("docker_engine")
+def test_cpus_or_memory_beyond_what_the_engine_has_are_refused_at_load_with_what_it_has(tmp_path: Path):
+    from agent_env.sandbox.docker_engine import docker_client
+
+    task = shutil.copytree(DATASET / "marker", tmp_path / "marker")
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("memory_mb = 256", "cpus = 4096\nmemory_mb = 1073741824"))
+    info = docker_client().info()
+    cpus, memory_mb = info["NCPU"], info["MemTotal"] // 2**20
+
+    problems = problems_of(task)
+
+    assert problems == [
+        f"task.toml: environment.cpus: asks for 4096 CPUs, and the Docker engine has {cpus}: write "
+        f"cpus = {cpus} or less, or load the tasks where the engine has more",
+        f"task.toml: environment.memory_mb: asks for 1073741824 MB, and the Docker engine has {memory_mb} MB "
+        f"in all: write memory_mb = {memory_mb} or less, or load the tasks where the engine has more",
+    ]
