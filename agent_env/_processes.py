@@ -51,6 +51,21 @@ def exit_watch(pid: int) -> int | None:
         return None
 
 
+async def exited(process: subprocess.Popen[bytes], exit_fd: int | None, *, within_s: float) -> bool:
+    """Whether `process` exits within `within_s`: watched on its pidfd `exit_fd` (which no one else
+    waits on now), or without one waited for on a worker thread."""
+    if exit_fd is None:
+        try:
+            await run_sync(process.wait, within_s)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(within_s):
+            await ready(exit_fd, writing=False)
+    return process.poll() is not None
+
+
 async def reap(process: subprocess.Popen[bytes], exit_fd: int | None, *, within_s: float) -> None:
     """Reap a process that was killed (it exits at once), then close the host's ends of its pipes and
     its pidfd: only once no read or write waits on them. Never raises."""

@@ -3,10 +3,12 @@
 Run as `python -I -S _subreaper.py PROGRAM ARGS...` (the standard library alone, so it starts in a few
 milliseconds), it makes itself a child subreaper (Linux's `PR_SET_CHILD_SUBREAPER`): a process whose
 parent dies is re-parented to it rather than to init, whatever session or group it made (`setsid`,
-double forks). It spawns PROGRAM with its own stdin, stdout, stderr, folder and environment, forwards
-SIGTERM, SIGINT and SIGHUP to it, and when PROGRAM ends it kills every process left below itself and
-exits as PROGRAM did (its code, or its signal). While it runs, its owner can kill everything below it
-from outside (`kill_descendants`): nothing can leave its tree but by its own death.
+double forks). It spawns PROGRAM (looked up on PATH unless it holds a slash) with its own stdin,
+stdout, stderr, folder and environment, and the signals Python ignores back to their defaults; forwards
+SIGTERM, SIGINT, SIGHUP and SIGUSR1 to it, and when PROGRAM ends it kills every process left below
+itself and exits as PROGRAM did (its code, or its signal). While it runs, its owner can kill
+everything below it from outside (`kill_descendants`), or all but PROGRAM (`kill_leftovers`: what a
+command PROGRAM ran left behind): nothing can leave its tree but by its own death.
 
 It works wherever Linux runs, unprivileged, with or without namespaces; what it cannot hold is a
 process handed to something outside the tree (a daemon asked to start it).
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import os
 import signal
 import sys
@@ -25,8 +28,9 @@ PR_SET_CHILD_SUBREAPER = 36
 KILL_WITHIN_S = 5.0
 """How long a kill of every process below one may take (passes until none is left)."""
 _PASS_PAUSE_S = 0.005
-_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1)
 SPAWN_FAILED = 127
+_RESTORED = tuple(getattr(signal, name) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ") if hasattr(signal, name))
 
 
 def descendants(ancestor: int) -> list[int]:
@@ -69,6 +73,73 @@ def kill_descendants(ancestor: int, *, reap: bool = False) -> bool:
     return True
 
 
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`, a process of one thread (Linux lists its main thread's, in
+    /proc/PID/task/PID/children); none once it is gone, or where Linux does not list them."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as listed:
+            return [int(child) for child in listed.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def leftovers(launcher: int) -> list[int]:
+    """Every live process below the launcher `launcher` but its PROGRAM (its eldest child): what the
+    commands PROGRAM ran left behind, in their session or out of it (`setsid`, then handed to the
+    launcher), found child by child, so that one whose parent is being killed is found under it. Two
+    small files are read when there is none."""
+    spawned = children(launcher)
+    if not spawned:
+        return []
+    program = spawned[0] if len(spawned) == 1 else min(spawned, key=_started)
+    found: list[int] = []
+    below = [pid for pid in spawned if pid != program] + children(program)
+    while below:
+        pid = below.pop()
+        if _alive(pid):
+            found.append(pid)
+        below.extend(children(pid))
+    return found
+
+
+def kill_leftovers(launcher: int) -> bool:
+    """SIGKILL every process below the launcher `launcher` but its PROGRAM (`leftovers`), pass after
+    pass until two passes in a row find none (one whose parent died between the reads of a pass is
+    handed to the launcher by the next), within `KILL_WITHIN_S`; whether none is left."""
+    deadline = time.monotonic() + KILL_WITHIN_S
+    clean = 0
+    while clean < 2:
+        found = leftovers(launcher)
+        clean = 0 if found else clean + 1
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(_PASS_PAUSE_S)
+    return True
+
+
+def _stat(pid: int) -> list[bytes]:
+    """The fields of /proc/PID/stat after the command's name (state first); none once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def _alive(pid: int) -> bool:
+    fields = _stat(pid)
+    return bool(fields) and fields[0] not in (b"Z", b"X")
+
+
+def _started(pid: int) -> float:
+    """When `pid` started, in clock ticks since boot (a process gone: never)."""
+    fields = _stat(pid)
+    return float(fields[19]) if len(fields) > 19 else math.inf
+
+
 def _reap_exited() -> None:
     with contextlib.suppress(ChildProcessError):
         while os.waitpid(-1, os.WNOHANG)[0] != 0:
@@ -88,7 +159,9 @@ def _main(argv: list[str]) -> int:
     for signum in _FORWARDED:
         signal.signal(signum, forward)
     try:
-        server = os.posix_spawn(argv[0], argv, os.environ)
+        # Found on PATH unless named by a path; with the signals Python ignores at its start (and a
+        # child would inherit ignored) back to their defaults, as subprocess's restore_signals does.
+        server = os.posix_spawnp(argv[0], argv, os.environ, setsigdef=_RESTORED)
     except OSError as exc:
         print(f"could not start {argv[0]}: {exc}", file=sys.stderr, flush=True)
         return SPAWN_FAILED
@@ -99,6 +172,7 @@ def _main(argv: list[str]) -> int:
     while True:
         pid, status = os.waitpid(-1, 0)
         if pid == server:
+            server = 0  # reaped: its pid is no longer its own to signal
             break
     kill_descendants(os.getpid(), reap=True)
     _reap_exited()

@@ -170,9 +170,12 @@ class _Loader:
     # bundle.toml
 
     def _config(self) -> BundleConfig | None:
+        text = self.folder.read_text(self.root / "bundle.toml", "bundle.toml")
+        if text is None:
+            return None
         try:
-            raw = tomllib.loads((self.root / "bundle.toml").read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             self.problem("bundle.toml", f"malformed TOML: {exc}")
             return None
         if isinstance(raw.get("mcp"), dict):
@@ -213,12 +216,13 @@ class _Loader:
             if name in servers:
                 self.problem(where, f"env '{name}' is also [mcp.{name}] in bundle.toml; keep one of the two")
                 continue
-            if not self.folder.inside(file, where):
+            text = self.folder.read_text(file, where)
+            if text is None:
                 continue
             try:
-                raw = tomllib.loads(file.read_text(encoding="utf-8"))
+                raw = tomllib.loads(text)
                 server = McpServerConfig.model_validate(self._resolved(where, raw))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            except tomllib.TOMLDecodeError as exc:
                 self.problem(where, f"malformed TOML: {exc}")
                 continue
             except ValidationError as exc:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from inspect import Parameter
 from typing import Any
 
-from agent_env._bundle.folder import BundleFolder
+from agent_env._bundle.folder import BundleFolder, too_long_a_prompt
 from agent_env._extras import installed
 from agent_env._nearest import did_you_mean
 from agent_env.errors import EpisodeError
@@ -51,6 +51,9 @@ def checked_agents(
                 if config.mcp.get(env) is not None:
                     continue
                 folder.problem(where, f"names env '{env}', which is not defined{hint(env, envs)}")
+        if agent.system_prompt is not None and (why := too_long_a_prompt(agent.system_prompt)) is not None:
+            ok = False
+            folder.problem(f"{where}.system_prompt", why)
         if ok:
             ok = _no_tool_clashes(folder, where, agent, envs)
         if ok:

@@ -34,11 +34,12 @@ def read_solutions(
                     "split of tasks/, or delete it",
                 )
             continue  # else that split's tasks failed to load: those problems are reported
-        if not folder.inside(file, where) or not folder.small_enough(file, where):
+        lines = folder.entries(file, where)
+        if lines is None:
             continue
         tasks = {task.id: task for task in splits[split]}
         found: dict[str, Solution] = {}
-        for line, raw in folder.entries(file, where):
+        for line, raw in lines:
             place = f"{where}:{line}"
             solution = _solution(folder, place, raw, split, tasks)
             if solution is None:

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_env._bundle.checks import check_access, checked_user, checked_verifiers, hint
-from agent_env._bundle.folder import BundleFolder
+from agent_env._bundle.folder import BundleFolder, too_long_a_prompt
 from agent_env.errors import validation_problems
 from agent_env.mcp.spec import McpEnvSpec
 from agent_env.task import Agent, BundleConfig, FileSource, Task, TaskEntry
@@ -73,11 +73,12 @@ def read_splits(folder: BundleFolder, defined: Definitions) -> dict[str, tuple[T
         if not _SPLIT_NAME.match(split):
             folder.problem(where, f"split name '{split}' must match {_SPLIT_NAME.pattern}; rename the file")
             continue
-        if not folder.inside(file, where) or not folder.small_enough(file, where):
+        lines = folder.entries(file, where)
+        if lines is None:
             continue
         tasks: list[Task] = []
         entries = 0
-        for line, raw in folder.entries(file, where):
+        for line, raw in lines:
             entries += 1
             place = f"{where}:{line}" if line else where
             task = _task(folder, place, raw, split, len(tasks), defined, roles)
@@ -108,6 +109,9 @@ def _task(
         return None
     place = f"{place} (task '{entry.id}')"
     before = len(folder.problems)
+    for number, prompt in enumerate(entry.turns, start=1):
+        if (why := too_long_a_prompt(prompt)) is not None:
+            folder.problem(f"{place}: turns[{number - 1}]", why)
     config, envs = defined.config, defined.envs
     agent = defined.agents.get(entry.agent)
     if agent is None:
@@ -174,7 +178,7 @@ def _files(folder: BundleFolder, place: str, files: Mapping[str, str | FileSourc
         if not source.is_file():
             folder.problem(where, f"source '{content.source}' is not a file of the bundle")
             continue
-        if not folder.small_enough(source, where):
-            continue
-        out[target] = source.read_bytes()
+        data = folder.read(source, where)
+        if data is not None:
+            out[target] = data
     return out

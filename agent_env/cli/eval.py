@@ -43,7 +43,10 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("-n", "--samples", type=_positive, default=1, help="plays of each task (default: 1)")
     parser.add_argument("--concurrency", type=_positive, default=16, help="episodes at once (default: 16)")
     parser.add_argument(
-        "--max-tool-calls", type=_positive, help="tool calls a turn may make (default: no bound)"
+        "--max-tool-calls",
+        type=_positive,
+        help="tool calls a turn may make: then it ends, and the sample is scored as it stands (default: "
+        "100, so that a model calling tools forever still ends)",
     )
     parser.add_argument(
         "--temperature",
@@ -95,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         from agent_env.eval import PlaySettings, Policy, Progress, evaluate
+        from agent_env.eval.play import DEFAULT_MAX_TOOL_CALLS
     except ImportError as exc:
         print(f"error: {exc}", file=err)
         return 1
@@ -134,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
             split=args.split,
             samples=args.samples,
             concurrency=args.concurrency,
-            settings=PlaySettings(max_tool_calls=args.max_tool_calls),
+            settings=PlaySettings(max_tool_calls=args.max_tool_calls or DEFAULT_MAX_TOOL_CALLS),
             model=args.model,
             token=token,
             out=args.out,

@@ -3,9 +3,10 @@
 The conversation is carried as TRL carries it: the reset's prompt, then each answer and each tool
 call's result (a `tool` message with its `tool_call_id`). A turn ends when the model answers without
 a tool call (its text is the reply), calls `end_turn`, makes a call that does not parse (its text is
-the reply; counted as invalid), or reaches `max_tool_calls`; the next turn's prompt is the next user
-message. A policy that fails (past its retries, or raising anything at all) makes the sample an error,
-`POLICY_ERROR`, which is never scored; `SESSION_LOST` is the server's session lost and nothing else.
+the reply; counted as invalid), or reaches `max_tool_calls` (`DEFAULT_MAX_TOOL_CALLS` unless told);
+the next turn's prompt is the next user message. A policy that fails (past its retries, or raising
+anything at all) makes the sample an error, `POLICY_ERROR`, which is never scored; `SESSION_LOST` is
+the server's session lost and nothing else.
 """
 
 from __future__ import annotations
@@ -34,15 +35,19 @@ from agent_env.trajectory import (
 )
 
 NOT_RUN = "not run: the turn had already ended"
+DEFAULT_MAX_TOOL_CALLS = 100
+"""The tool calls a turn may make unless told otherwise: a model that calls tools forever (an unknown
+one, again and again) still ends its turn, and the sample is scored as it stands; as TRL's
+`max_tool_calling_iterations` ends a rollout's tool loop. Long agentic tasks may need more."""
 
 
 @dataclass(frozen=True)
 class PlaySettings:
     """How each sample is played; deadlines in seconds, as the server enforces them. A tool call gets
     the deadline its tool declares, if the server lists one, else `tool_timeout_s` (as `AgentEnv`'s
-    `tool_timeout`)."""
+    `tool_timeout`). A turn ends once it made `max_tool_calls` calls (None: no bound)."""
 
-    max_tool_calls: int | None = None
+    max_tool_calls: int | None = DEFAULT_MAX_TOOL_CALLS
     reset_timeout_s: float = 300.0
     tool_timeout_s: float = 60.0
     connect_timeout_s: float = 10.0

@@ -8,10 +8,15 @@ those files, or written `harbor:PATH`), and makes the `Bundle` of what `read_har
 
 Every task is in split `train` unless `agent-env-splits.toml`, beside the task folders, maps task
 folders to splits (`eval = ["task-a", "task-b"]`); the tasks it does not name stay in `train`.
+
+Every file is read by a bundle's one rule (`agent_env._bundle.folder`): one that is a link out of the
+folder loaded is refused unread (a prompt goes to model endpoints and into recordings), and
+instruction.md is a prompt, capped at `MAX_PROMPT_BYTES`.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import shlex
 import tomllib
@@ -22,9 +27,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent_env._bundle.folder import PROMPT_CAP, BundleFolder
 from agent_env._digest import folder_digest
 from agent_env.errors import Problem, validation_problems
-from agent_env.harbor.config import TaskToml, resolve_env
+from agent_env.harbor.config import EnvironmentSection, TaskToml, resolve_env
 from agent_env.harbor.verifier import TEST_SCRIPT, HarborTests
 from agent_env.sandbox.config import SandboxConfig
 from agent_env.specs import DEFAULT_ROLE, ScriptedCall, ScriptedTurn, Solution
@@ -121,7 +127,9 @@ class _Reader:
         self.root = path.resolve()
         self.build = build
         self.client = client
-        self.problems: list[Problem] = []
+        self.folder = BundleFolder(self.root, MAX_TESTS_BYTES, kind="task folder")
+        """Every file is read by its rule: inside the folder (no link out of it), regular, capped."""
+        self.problems: list[Problem] = self.folder.problems
 
     def problem(self, where: str, message: str) -> None:
         self.problems.append(Problem(where, message))
@@ -181,8 +189,11 @@ class _Reader:
         """The task folder's files, read and checked; None (with its problems) when they do not load."""
         before = len(self.problems)
         instruction = folder / "instruction.md"
+        text = None
         if not instruction.is_file():
             self.problem(f"{where}instruction.md", "missing: write the task's prompt for the agent in it")
+        else:
+            text = self.folder.read_text(instruction, f"{where}instruction.md", PROMPT_CAP)
         config = self._config(folder, where)
         for part, why in (
             ("steps", "multi-step tasks (steps/) are not supported: keep one instruction.md per task"),
@@ -220,10 +231,11 @@ class _Reader:
                 f"uses ${{{variable}}}, which is not set here: set it, or give a default "
                 f"(${{{variable}:-value}})",
             )
+        if environment.docker_image is None:
+            self._environment(folder / "environment", f"{where}environment/")
         tests = self._files(folder / "tests", f"{where}tests/")
-        if len(self.problems) > before or tests is None:
+        if len(self.problems) > before or tests is None or text is None:
             return None
-        text = instruction.read_text(encoding="utf-8")
         return _Checked(folder, where, config, text, tests, env, verifier_env, solution_env)
 
     def _made(self, checked: _Checked) -> tuple[Task, Solution | None] | None:
@@ -233,6 +245,8 @@ class _Reader:
         workdir = environment.workdir
         image = environment.docker_image or "agent-env-harbor:unbuilt"
         if self.build:
+            if not self._fits_engine(where, environment):
+                return None
             built = self._image(folder, where, environment.docker_image, environment.build_timeout_sec)
             if built is None:
                 return None
@@ -280,9 +294,12 @@ class _Reader:
                 "missing: write the task's settings in it ([agent], [verifier], [environment])",
             )
             return None
+        text = self.folder.read_text(file, f"{where}task.toml")
+        if text is None:
+            return None
         try:
-            raw = tomllib.loads(file.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             self.problem(f"{where}task.toml", f"malformed TOML: {exc}; fix its syntax")
             return None
         try:
@@ -329,39 +346,103 @@ class _Reader:
         return config
 
     def _files(self, folder: Path, where: str) -> dict[str, bytes] | None:
+        """Every file of tests/ or solution/, by its path there; None (with a problem) if one leads out
+        of the folder or they hold too much."""
+        if not self._inside(folder, where):
+            return None
         files: dict[str, bytes] = {}
         total = 0
         for file in sorted(p for p in folder.rglob("*") if p.is_file()):
-            if not file.resolve().is_relative_to(self.root):
-                self.problem(
-                    f"{where}{file.name}", "leaves the task folder (a symlink): keep every file inside it"
-                )
-                return None
             total += file.stat().st_size
             if total > MAX_TESTS_BYTES:
                 self.problem(where, f"holds over {MAX_TESTS_BYTES // 2**20} MiB: keep big data in the image")
                 return None
-            files[file.relative_to(folder).as_posix()] = file.read_bytes()
+            content = self.folder.read(file, f"{where}{file.relative_to(folder).as_posix()}")
+            if content is None:
+                return None
+            files[file.relative_to(folder).as_posix()] = content
         return files
 
-    def _image(self, folder: Path, where: str, docker_image: str | None, timeout_s: float) -> Any:
+    def _environment(self, folder: Path, where: str) -> None:
+        """environment/, the image's build context, read at load (its digest names the image) and sent
+        to the engine: a problem for each of its files or links that leads out of the folder."""
+        if folder.exists():
+            self._inside(folder, where)
+
+    def _inside(self, folder: Path, where: str) -> bool:
+        """Whether `folder` and everything under it (its links too, to files or folders) stays inside
+        the folder loaded; a problem for each that does not."""
+        if not self.folder.inside(folder, where.rstrip("/")):
+            return False
+        inside = True
+        for entry in sorted(folder.rglob("*")):
+            if entry.is_symlink() or entry.is_file():
+                inside &= self.folder.inside(entry, f"{where}{entry.relative_to(folder).as_posix()}")
+        return inside
+
+    def _engine(self, where: str) -> Any:
+        """The Docker engine's client, made at the first task; None (with a problem, once) without one."""
         from agent_env.errors import SandboxUnavailableError
-        from agent_env.sandbox.docker_build import task_image
         from agent_env.sandbox.docker_engine import docker_client
+
+        if self.client is None and self.build:
+            try:
+                self.client = docker_client()
+            except SandboxUnavailableError as exc:
+                self.problem(
+                    f"{where}environment/",
+                    f"Harbor tasks run in Docker, and their images are built at load: {exc}",
+                )
+                self.build = False  # one such problem is enough
+        return self.client
+
+    @functools.cached_property
+    def _engine_limits(self) -> tuple[int, int] | None:
+        """The engine's CPUs and memory (MiB): the most one container can be given; None if it does
+        not say."""
+        try:
+            info = self.client.info()
+            return int(info["NCPU"]), int(info["MemTotal"]) // 2**20
+        except Exception:  # an engine that does not say: its own refusal, at the first reset, will
+            return None
+
+    def _fits_engine(self, where: str, environment: EnvironmentSection) -> bool:
+        """Whether the engine can give a container the CPUs and memory the task asks for; a problem for
+        each it cannot (Docker refuses more CPUs than it has at every reset, and takes more memory than
+        it has as no limit at all)."""
+        if self._engine(where) is None:
+            return False
+        if self._engine_limits is None:
+            return True
+        cpus, memory_mb = self._engine_limits
+        fits = True
+        if environment.cpus > cpus:
+            fits = False
+            self.problem(
+                f"{where}task.toml: environment.cpus",
+                f"asks for {environment.cpus:g} CPUs, and the Docker engine has {cpus}: write cpus = {cpus} "
+                "or less, or load the tasks where the engine has more",
+            )
+        if environment.memory_mb > memory_mb:
+            fits = False
+            self.problem(
+                f"{where}task.toml: environment.memory_mb",
+                f"asks for {environment.memory_mb} MB, and the Docker engine has {memory_mb} MB in all: "
+                f"write memory_mb = {memory_mb} or less, or load the tasks where the engine has more",
+            )
+        return fits
+
+    def _image(self, folder: Path, where: str, docker_image: str | None, timeout_s: float) -> Any:
+        from agent_env.sandbox.docker_build import task_image
         from agent_env.sandbox.docker_image import ImageBuildError
 
+        client = self._engine(where)
+        if client is None:
+            return None
         try:
-            if self.client is None:
-                self.client = docker_client()
-            return task_image(self.client, folder / "environment", docker_image, timeout_s)
+            return task_image(client, folder / "environment", docker_image, timeout_s)
         except ImageBuildError as exc:
             self.problem(f"{where}environment/", str(exc))
-        except SandboxUnavailableError as exc:
-            self.problem(
-                f"{where}environment/",
-                f"Harbor tasks run in Docker, and their images are built at load: {exc}",
-            )
-            self.build = False  # one such problem is enough
         return None
 
     def _solution(self, folder: Path, where: str, workdir: str, env: Mapping[str, str]) -> Solution | None:
@@ -393,9 +474,12 @@ class _Reader:
         file = self.root / SPLITS_FILE
         if not file.is_file():
             return {}
+        text = self.folder.read_text(file, SPLITS_FILE)
+        if text is None:
+            return {}
         try:
-            raw = tomllib.loads(file.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             self.problem(SPLITS_FILE, f"malformed TOML: {exc}")
             return {}
         placed: dict[str, str] = {}

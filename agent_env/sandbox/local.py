@@ -4,8 +4,11 @@ lives for the episode (`agent_env.sandbox.shell`).
 It is the embedded default, made for trusted bundles and tests: it is not an isolation boundary.
 Each command runs in a process group of its own; when the command returns the whole group is
 killed, so nothing a command started keeps running between commands. Past its deadline, the shell is
-told to kill the command (and does so as after its end); a shell that does not is killed with every
-process of its session, and the next command starts a new shell.
+told to kill the command (and does so as after its end); a shell that does not is killed with all it
+runs, and the next command starts a new shell.
+Unconfined, the shell runs under `agent_env._subreaper`, the launcher stdio MCP servers run under: a
+process that left the command's group and session (`setsid`, a double fork) stays below it, and is
+killed when its command returns (`kill_leftovers`), and with everything else when the shell ends.
 Where bubblewrap runs (`bubblewrap.py`), the shell is confined: no network, only its episode's
 folder writable, and a process namespace of which it is pid 1, so that what a command leaves behind
 is killed after it (setsid or not), and everything is when the shell is.
@@ -21,12 +24,14 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
+from agent_env import _subreaper
 from agent_env._errors import ArgumentError, StateError
-from agent_env._processes import exit_watch, kill_group, kill_session, ready, reap
+from agent_env._processes import exit_watch, exited, kill_group, kill_session, ready, reap
 from agent_env._threads import run_sync
 from agent_env.sandbox.base import CommandResult
 from agent_env.sandbox.bubblewrap import bubblewrap_for, confined
@@ -35,6 +40,8 @@ from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell, ShellSlot
 
 _READ_CHUNK = 64 * 1024
 _OUTPUT_GRACE_S = 1.0
+_LAUNCHER_EXIT_S = _subreaper.KILL_WITHIN_S + 1.0
+"""How long the launcher has to kill all below it and exit, once its shell was killed."""
 FOLDER_PREFIX = "agent-env-sandbox-"
 
 
@@ -86,7 +93,8 @@ class LocalSandbox:
 
 
 class _LocalShell:
-    """One `DRIVER` process in a session of its own, confined by bubblewrap (`bwrap`) if given.
+    """One `DRIVER` process in a session of its own, confined by bubblewrap (`bwrap`) if given, else
+    under the launcher (`agent_env._subreaper`): `process` is bubblewrap's, or the launcher's.
 
     It is a plain `subprocess.Popen` whose pipes are read and written without blocking, whichever
     event loop runs the sandbox's calls: an asyncio subprocess belongs to the loop that started it.
@@ -100,16 +108,24 @@ class _LocalShell:
         os.set_blocking(self._stdin, False)
         os.set_blocking(self._stdout, False)
         self._exit = exit_watch(process.pid)
-        self.shell = Shell(self._write, self._read, self._interrupt)
+        self.shell = (
+            Shell(self._write, self._read, self._interrupt)
+            if confined
+            else _LeftoversKilled(self._write, self._read, self._interrupt, launcher=process.pid)
+        )
 
     @classmethod
     def start(
         cls, root: Path, bwrap: str | None, max_file_mb: int | None, environment: Mapping[str, str]
     ) -> _LocalShell:
         file_kib = "" if max_file_mb is None else str(max_file_mb * 1024)  # ulimit -f counts KiB
-        argv = ["bash", "-c", DRIVER, SHELL_NAME, "all" if bwrap else "group", file_kib]
+        if bwrap:
+            argv = confined(bwrap, root, ["bash", "-c", DRIVER, SHELL_NAME, "all", file_kib], as_pid_1=True)
+        else:
+            launcher = [sys.executable, "-I", "-S", _subreaper.__file__]
+            argv = [*launcher, "bash", "-c", DRIVER, SHELL_NAME, "group", file_kib]
         process = subprocess.Popen(
-            confined(bwrap, root, argv, as_pid_1=True) if bwrap else argv,
+            argv,
             cwd=root,
             env=dict(environment),
             stdin=subprocess.PIPE,
@@ -139,8 +155,9 @@ class _LocalShell:
                 await ready(self._stdout, writing=False, or_exit=self._exit)
 
     async def _interrupt(self) -> None:
-        """Tell the shell to stop the command it runs: SIGUSR1 to the shell's process, which is
-        bubblewrap's child when confined (pid 1 of the namespace bubblewrap made)."""
+        """Tell the shell to stop the command it runs: SIGUSR1 to the shell, through the launcher
+        (which forwards it) unconfined, or to bubblewrap's child when confined (pid 1 of the namespace
+        bubblewrap made)."""
         shell = _only_child(self.process.pid) if self.confined else self.process.pid
         os.kill(shell, signal.SIGUSR1)
 
@@ -148,22 +165,59 @@ class _LocalShell:
         """Kill the shell and all it runs; a read waiting on its output then ends.
 
         Unconfined, the command runs as a process group of its own in the shell's session: that group
-        is killed, then every process left in the session. Confined, the shell is pid 1 of a process
-        namespace that ends with it (the pid it gave is that namespace's, never a host's).
+        is killed, and the launcher's children (the shell, and what commands left behind; where Linux
+        does not list them, the shell by a SIGTERM the launcher forwards), so that the launcher kills
+        every process left below it and exits. Confined, the shell is pid 1 of a process namespace
+        that ends with it (the pid it gave is that namespace's, never a host's).
         """
+        if self.confined:
+            kill_group(self.process.pid)
+            return
         started = self.shell.started
-        if started is not None and not self.confined:
+        if started is not None:
             kill_group(started.pid)
-        kill_group(self.process.pid)
-        if not self.confined:
-            kill_session(self.process.pid)
+        for child in _subreaper.children(self.process.pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(child, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(self.process.pid, signal.SIGTERM)
 
     async def end(self) -> None:
-        """`kill_now`, reap the shell (killed, it exits at once) and close the host's ends of its pipes;
-        only once no read or write waits on them."""
+        """`kill_now`, reap the shell (killed, it exits at once; unconfined, the launcher once it killed
+        all below it) and close the host's ends of its pipes, only once no read or write waits on
+        them. A launcher that does not exit in time (stopped) has all below it killed from here first,
+        then its group and session."""
         self.kill_now()
         exit_fd, self._exit = self._exit, None
+        if not self.confined and not await exited(self.process, exit_fd, within_s=_LAUNCHER_EXIT_S):
+            with contextlib.suppress(Exception):
+                await run_sync(_subreaper.kill_descendants, self.process.pid)
+            kill_group(self.process.pid)
+            kill_session(self.process.pid)
         await reap(self.process, exit_fd, within_s=_OUTPUT_GRACE_S)
+
+
+class _LeftoversKilled(Shell):
+    """An unconfined shell's: once a command returned, what it left below the launcher is killed, in
+    its session or out of it (`setsid`), as bubblewrap's namespace has it; the shell's own kill of
+    the command's group is the rest. Reading two small files when nothing was left."""
+
+    def __init__(
+        self,
+        write: Callable[[bytes], Awaitable[None]],
+        read: Callable[[], Awaitable[bytes]],
+        interrupt: Callable[[], Awaitable[None]],
+        *,
+        launcher: int,
+    ) -> None:
+        super().__init__(write, read, interrupt)
+        self._launcher = launcher
+
+    async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
+        result = await super().run(command, timeout_s=timeout_s, max_output_bytes=max_output_bytes)
+        if self.alive and _subreaper.leftovers(self._launcher):
+            await run_sync(_subreaper.kill_leftovers, self._launcher)
+        return result
 
 
 class LocalSandboxProvider:

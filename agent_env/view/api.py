@@ -3,11 +3,14 @@
 `/api/episodes` lists every episode that passes the filters, newest first, with the choices each
 filter offers (from every episode, so a filter never hides its own options) and the lines skipped
 (line 0: a whole file left unread, such as a link or a FIFO); `/api/episodes/<id>` is one trajectory
-as recorded. Values here are plain JSON, for the page alone.
+as recorded. Values here are plain JSON, for the page alone, encoded by `encoded`: a number JSON
+cannot hold, which a file may (`Infinity`, `-Infinity`, `NaN`: Python's json writes them), is
+answered as that word, a string, since a browser refuses the whole answer over one of them.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -127,5 +130,26 @@ def episode(recorded: Recorded) -> dict[str, Any]:
         "file": recorded.file,
         "tool_calls": t.tool_calls,
         "failures": t.tool_failures,
-        "trajectory": t.model_dump(mode="json"),
+        # Its Python values (the schema holds JSON's types alone): pydantic's JSON mode makes some
+        # non-finite numbers null and leaves others, where `encoded` names each one.
+        "trajectory": t.model_dump(),
     }
+
+
+def encoded(body: Any) -> bytes:
+    """`body` as strict JSON (what a browser's `JSON.parse` takes), each non-finite number as its word."""
+    try:
+        text = json.dumps(body, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # rare, so only then is the whole answer walked
+        text = json.dumps(_finite(body), ensure_ascii=False, allow_nan=False)
+    return text.encode()
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value

@@ -9,7 +9,6 @@ read it through a DNS name rebound to 127.0.0.1.
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 import socket
 import threading
@@ -122,7 +121,7 @@ class ViewServer:
 
 
 def _json(status: HTTPStatus, body: Any) -> tuple[HTTPStatus, str, bytes]:
-    return status, "application/json", json.dumps(body, ensure_ascii=False).encode()
+    return status, "application/json", api.encoded(body)
 
 
 class _Server(ThreadingHTTPServer):

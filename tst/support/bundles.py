@@ -1,11 +1,15 @@
 """Bundles written into a test's folder, for every tier: a shelf env, a reader agent, a task to shelve
-a book; each part replaceable, so a test writes exactly the bundle it is about."""
+a book; each part replaceable, so a test writes exactly the bundle it is about; and which files a load
+reads (`files_read`)."""
 
 from __future__ import annotations
 
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 SHELF = '''
 from agent_env import Env, tool
@@ -67,3 +71,18 @@ def make_bundle(root: Path, *, toml=TOML, envs=None, tasks=None, verifiers=None,
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(content)
     return root
+
+
+def files_read(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every file whose bytes or text are read (`Path.read_bytes`, `Path.read_text`: how a bundle's
+    and a Harbor task's files are) from now on, by the path it resolves to."""
+    read: list[Path] = []
+    for name in ("read_bytes", "read_text"):
+        original = getattr(Path, name)
+
+        def recorded(self: Path, *args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            read.append(self.resolve())
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(Path, name, recorded)
+    return read

@@ -3,10 +3,11 @@
 Each conversation is one sample of a task, told apart by its first user message (a task of `split`
 first, else of another split); the n-th conversation of a task plays `plays[task_id][n]`: "solve"
 (the bundle's reference play: its calls, an `end_turn` for every turn but the last, whose reply is
-plain text), "text" (a reply with no tool call), or "malformed" (a call whose arguments are not
-JSON); every request for a task in `down` is answered 500, and every request for a task in `broken`
-is answered as its value says (`BROKEN`: a 200 whose body trickles, is not JSON, is garbage, is not
-a chat completion, or is 50 MB). Conversations are found again by their tool calls' ids.
+plain text), "text" (a reply with no tool call), "malformed" (a call whose arguments are not
+JSON), or "unknown" (a call of a tool no task has, `UNKNOWN_TOOL`, at every answer); every request
+for a task in `down` is answered 500, and every request for a task in `broken` is answered as its
+value says (`BROKEN`: a 200 whose body trickles, is not JSON, is garbage, is not a chat completion,
+or is 50 MB). Conversations are found again by their tool calls' ids.
 `fail_first` answers the first requests 500 (retries); `api_key` (None: any) and `model` are what it
 accepts (401 and 404 otherwise); `adapters` are served too, listed as vLLM lists LoRA adapters (the
 model their `parent`), and play as the model does.
@@ -34,6 +35,8 @@ from agent_env.specs import Solution
 API_KEY = "sk-stand-in"
 MODEL = "stand-in"
 GIVE_UP = "I cannot help with that."
+UNKNOWN_TOOL = "open_hatch"
+"""A tool no task of the example bundle has."""
 TRICKLE_EVERY_S = 0.5
 """How often a "slow" answer sends its next byte: more often than a read timeout of a second would
 notice, so that only a deadline on the whole answer ends it."""
@@ -132,6 +135,8 @@ class ChatStandIn:
             return {"role": "assistant", "content": GIVE_UP}
         if play == "malformed":
             return _calling(call_id, "list_crates", '{"bay": 4,', content="Let me look.")
+        if play == "unknown":
+            return _calling(call_id, UNKNOWN_TOOL, "{}", content="Opening it.")
         split = next(split for split in self.bundle.splits if task_id in load_solutions(self.bundle, split))
         script: Solution = load_solutions(self.bundle, split)[task_id]
         # A turn opens with a user message, or with the answer to an end_turn call (the next prompt).

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from agent_env import BundleError, Episode, load_bundle
-from tst.support.bundles import SHELF, TOML, a_task, make_bundle
+from tst.support.bundles import SHELF, TOML, a_task, files_read, make_bundle
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "wharf"
 
@@ -311,7 +311,7 @@ def test_sandbox_files_must_stay_inside_the_sandbox_and_sources_inside_the_bundl
     problems = problems_of(make_bundle(tmp_path / "b", tasks=tasks))
 
     assert sum("must be relative and stay inside the sandbox" in p for p in problems) == 2
-    assert any("files['ok.txt']" in p and "leaves the bundle" in p for p in problems)
+    assert any("files['ok.txt']" in p and "leads out of the bundle" in p for p in problems)
 
 
 def test_a_symlink_out_of_the_bundle_is_refused_and_not_read(tmp_path):
@@ -323,8 +323,79 @@ def test_a_symlink_out_of_the_bundle_is_refused_and_not_read(tmp_path):
     problems = problems_of(root)
 
     assert problems == [
-        f"envs/evil.py: '{root / 'envs' / 'evil.py'}' leaves the bundle (through '..' or a symlink); "
-        "keep every file inside it"
+        f"envs/evil.py: leads out of the bundle (a symlink or '..'), to '{outside}': put the file itself "
+        "in the bundle (a link to a file inside it is fine); nothing out of it is read"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("linked", "named", "where"),
+    [
+        ("bundle.toml", "", "bundle.toml"),
+        ("envs/notes.toml", "", "envs/notes.toml"),
+        ("tasks/train.jsonl", "", "tasks/train.jsonl"),
+        ("tasks", "train.jsonl", "tasks/train.jsonl"),
+        ("solutions/train.jsonl", "", "solutions/train.jsonl"),
+        ("files/in.csv", "", "tasks/train.jsonl:1 (task 't1'): files['in.csv']"),
+    ],
+)
+def test_every_file_a_bundle_is_read_from_that_links_out_of_it_is_refused_unread_naming_it_and_the_fix(
+    tmp_path, monkeypatch, linked, named, where
+):
+    solution = {"id": "t1", "turns": [{"calls": [{"tool": "put_book", "arguments": {"title": "Dune"}}]}]}
+    root = make_bundle(
+        tmp_path / "b",
+        tasks={"train": [a_task(files={"in.csv": {"source": "files/in.csv"}})]},
+        files={
+            "files/in.csv": "a,b\n",
+            "envs/notes.toml": 'command = "python3"\n',
+            "solutions/train.jsonl": json.dumps(solution) + "\n",
+        },
+    )
+    load_bundle(root)  # as it is, it loads
+    link = root / linked
+    outside = tmp_path / "elsewhere" / link.name
+    outside.parent.mkdir()
+    link.rename(outside)  # the very bytes the bundle had: read, they would load
+    link.symlink_to(outside)
+    read = files_read(monkeypatch)
+
+    problems = problems_of(root)
+
+    target = outside / named if named else outside
+    assert problems == [
+        f"{where}: leads out of the bundle (a symlink or '..'), to '{target}': put the file itself in the "
+        "bundle (a link to a file inside it is fine); nothing out of it is read"
+    ]
+    assert not [path for path in read if path.is_relative_to(outside.parent)]
+
+
+def test_a_link_to_a_file_inside_the_bundle_is_read_as_that_file(tmp_path):
+    root = make_bundle(tmp_path / "b", files={"data/train.jsonl": json.dumps(a_task(id="linked")) + "\n"})
+    (root / "tasks" / "train.jsonl").unlink()
+    (root / "tasks" / "train.jsonl").symlink_to("../data/train.jsonl")
+
+    assert [task.id for task in load_bundle(root).tasks("train")] == ["linked"]
+
+
+def test_a_prompt_over_1_mib_is_refused_naming_the_task_the_turn_and_the_cap(tmp_path):
+    long = "Shelve Dune. " + "x" * 2**20
+    root = make_bundle(
+        tmp_path / "b",
+        toml=TOML.replace('"You keep the shelf."', f'"{long}"'),
+        tasks={"train": [a_task(turns=["Shelve Dune.", long])]},
+    )
+
+    problems = problems_of(root)
+
+    why = (
+        "is 1.01 MiB, over the 1 MiB a prompt may be: shorten it (a model's context holds far less), and "
+        "give the task the data it needs as files instead (a bundle's sandbox files, a Harbor task's "
+        "environment/)"
+    )
+    assert problems == [
+        f"bundle.toml: agents.reader.system_prompt: {why}",
+        f"tasks/train.jsonl:1 (task 't1'): turns[1]: {why}",
     ]
 
 

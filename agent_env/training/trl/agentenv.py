@@ -297,6 +297,7 @@ class AgentEnv:
             raise no_solutions(split, self._api.url)
         tools = self._offered(tasks[solution.index] for solution in solutions)
         settings = PlaySettings(
+            max_tool_calls=None,  # a reference play is a finite script: every call of it is played
             reset_timeout_s=self.reset_timeout_s,
             tool_timeout_s=max([self.tool_timeout_s, *self.tool_timeouts.values()]),
             connect_timeout_s=self.connect_timeout_s,

@@ -20,9 +20,12 @@ function el(tag, props = {}, ...children) {
   return node;
 }
 
-const score = (value) => (value === null || value === undefined ? "–" : value.toFixed(2));
-const seconds = (value) => (value === null || value === undefined ? "–" : `${value.toFixed(3)} s`);
-const when = (epoch) => (epoch ? new Date(epoch * 1000).toLocaleString() : "–");
+// A number JSON cannot hold (a file's Infinity, -Infinity, NaN) comes as that word, a string: shown as it is.
+const number = (value, shown) =>
+  (value === null || value === undefined ? "–" : typeof value === "number" ? shown(value) : String(value));
+const score = (value) => number(value, (v) => v.toFixed(2));
+const seconds = (value) => number(value, (v) => `${v.toFixed(3)} s`);
+const when = (epoch) => number(epoch || null, (v) => new Date(v * 1000).toLocaleString());
 const badge = (kind, code) => el("span", { class: `badge ${kind}`, text: code ? `${kind} ${code}` : kind });
 
 async function getJSON(url) {

@@ -7,11 +7,12 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 
 from agent_env.cli import main
-from tst.support.chat_stand_in import API_KEY, MODEL, eval_ids, start_stand_in
+from tst.support.chat_stand_in import API_KEY, MODEL, UNKNOWN_TOOL, eval_ids, start_stand_in
 from tst.support.wharf import WHARF
 
 pytestmark = pytest.mark.needs("eval_installed")
@@ -52,6 +53,30 @@ def test_eval_prints_progress_on_stderr_then_a_table_per_task_and_totals_and_wri
     assert f"results.json and the trajectories are in {tmp_path}" in out
     assert json.loads((tmp_path / "results.json").read_text())["settings"]["model_url"] == url
     assert list(tmp_path.glob("trajectories-*.jsonl"))
+
+
+def test_a_model_that_calls_an_unknown_tool_forever_ends_its_turn_at_the_default_bound_and_eval_ends(
+    serve, tmp_path, capsys, monkeypatch
+):
+    from agent_env.recording import read_trajectories
+
+    monkeypatch.setenv("STAND_IN_KEY", API_KEY)
+    _, url = start_stand_in(serve, {IDS[0]: ["unknown"]})
+    codes: list[int] = []
+    run = threading.Thread(
+        target=lambda: codes.append(main(eval_args(url, "--out", str(tmp_path)))), daemon=True
+    )
+
+    run.start()
+    run.join(timeout=60)
+
+    assert not run.is_alive(), "eval did not end"
+    assert codes == [0]
+    [played] = [t for t in read_trajectories(tmp_path) if t.task.id == IDS[0]]
+    [turn] = played.turns
+    assert len(turn.calls) == 100
+    assert {(call.tool, call.error_code) for call in turn.calls} == {(UNKNOWN_TOOL, "UNKNOWN_TOOL")}
+    assert played.outcome.kind == "scored" and played.score == 0.0
 
 
 def free_port() -> int:

@@ -14,6 +14,7 @@ from agent_env.harbor import harbor_folder
 from agent_env.harbor.loader import read_harbor
 from agent_env.harbor.verifier import HarborTests
 from agent_env.verifiers import ScriptCheck
+from tst.support.bundles import files_read
 from tst.support.harbor_tasks import DATASET, EDGE, MALFORMED
 
 
@@ -186,3 +187,90 @@ def test_a_harbor_task_asked_to_play_in_the_local_sandbox_is_refused_before_anyt
         "task 'greeting' runs in its own Docker image: play it with the docker sandbox, not 'local' "
         "(leave --sandbox out)"
     )
+
+
+@pytest.mark.parametrize(
+    "linked",
+    [
+        "greeting/instruction.md",
+        "greeting/task.toml",
+        "greeting/environment/Dockerfile",
+        "greeting/environment",
+        "greeting/tests/test.sh",
+        "greeting/tests",
+        "greeting/solution/solve.sh",
+        "agent-env-splits.toml",
+    ],
+)
+def test_a_file_a_task_is_read_from_that_links_out_of_the_folder_is_refused_unread_naming_it_and_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, linked: str
+):
+    dataset = tmp_path / "dataset"
+    shutil.copytree(DATASET / "greeting", dataset / "greeting")
+    (dataset / "agent-env-splits.toml").write_text('eval = ["greeting"]\n')
+    link = dataset / linked
+    outside = tmp_path / "elsewhere" / link.name
+    outside.parent.mkdir()
+    link.rename(outside)  # the very bytes the task had: read, they would load
+    link.symlink_to(outside)
+    read = files_read(monkeypatch)
+
+    loaded, problems = read_harbor(dataset, build=False)
+
+    assert loaded is None
+    assert [str(p) for p in problems] == [
+        f"{linked}: leads out of the task folder (a symlink or '..'), to '{outside}': put the file itself in "
+        "the task folder (a link to a file inside it is fine); nothing out of it is read"
+    ]
+    assert not [path for path in read if path.is_relative_to(outside.parent)]
+
+
+def test_a_link_to_a_file_inside_the_folder_is_read_as_that_file(tmp_path: Path):
+    dataset = tmp_path / "dataset"
+    shutil.copytree(DATASET / "greeting", dataset / "greeting")
+    (dataset / "prompts").mkdir()
+    (dataset / "greeting" / "instruction.md").rename(dataset / "prompts" / "greeting.md")
+    (dataset / "greeting" / "instruction.md").symlink_to("../prompts/greeting.md")
+
+    [task] = unbuilt(dataset).splits["train"]
+
+    assert task.turns == ("Write the word hello into the file /app/greeting.txt.\n",)
+
+
+def test_an_instruction_over_1_mib_is_refused_unread_naming_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    task = shutil.copytree(DATASET / "greeting", tmp_path / "greeting")
+    with (task / "instruction.md").open("wb") as instruction:
+        instruction.truncate(100 * 2**20)  # sparse: nothing is written, and the check must not read it
+    read = files_read(monkeypatch)
+
+    loaded, problems = read_harbor(task, build=False)
+
+    assert loaded is None
+    assert [str(p) for p in problems] == [
+        "instruction.md: 'instruction.md' is 100 MiB, over the 1 MiB a prompt may be: shorten it (a model's "
+        "context holds far less), and give the task the data it needs as files instead (a bundle's sandbox "
+        "files, a Harbor task's environment/)"
+    ]
+    assert (task / "instruction.md").resolve() not in read
+
+
+@pytest.mark.needs("docker_engine")
+def test_cpus_or_memory_beyond_what_the_engine_has_are_refused_at_load_with_what_it_has(tmp_path: Path):
+    from agent_env.sandbox.docker_engine import docker_client
+
+    task = shutil.copytree(DATASET / "marker", tmp_path / "marker")
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace("memory_mb = 256", "cpus = 4096\nmemory_mb = 1073741824"))
+    info = docker_client().info()
+    cpus, memory_mb = info["NCPU"], info["MemTotal"] // 2**20
+
+    problems = problems_of(task)
+
+    assert problems == [
+        f"task.toml: environment.cpus: asks for 4096 CPUs, and the Docker engine has {cpus}: write "
+        f"cpus = {cpus} or less, or load the tasks where the engine has more",
+        f"task.toml: environment.memory_mb: asks for 1073741824 MB, and the Docker engine has {memory_mb} MB "
+        f"in all: write memory_mb = {memory_mb} or less, or load the tasks where the engine has more",
+    ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -96,6 +97,65 @@ def test_a_background_process_a_command_leaves_behind_is_killed_when_the_command
 
     assert result == CommandResult(0, "started\n")
     assert left_gone
+
+
+LEFT = "until [ -s left.txt ]; do sleep 0.01; done; echo started"
+"""The command returns once the process that leaves its session has left it (it wrote left.txt)."""
+LEFT_THEIR_SESSION = {
+    "setsid": f"setsid bash -c 'echo > left.txt; exec sleep 300.31' & {LEFT}",
+    "setsid, fds closed, double fork": (
+        f"setsid bash -c 'sleep 300.31 & echo > left.txt' </dev/null >/dev/null 2>&1 & {LEFT}"
+    ),
+    "setsid, under a parent still running": (
+        f"(setsid bash -c 'echo > left.txt; exec sleep 300.31' & exec sleep 30.31) & {LEFT}"
+    ),
+}
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+@pytest.mark.parametrize("command", LEFT_THEIR_SESSION.values(), ids=LEFT_THEIR_SESSION.keys())
+def test_a_process_that_left_its_session_is_killed_when_its_command_returns(
+    tmp_path: Path, isolation: str, command: str
+):
+    async def act(sandbox: LocalSandbox) -> tuple[CommandResult, bool, CommandResult]:
+        result = await run(sandbox, command)
+        gone = await eventually(lambda: running("300.31") == [] and running("30.31") == [])
+        return result, gone, await run(sandbox, "echo next")
+
+    try:
+        result, gone, after = in_sandbox(tmp_path, act, isolation=isolation)
+    finally:
+        for pid in running("300.31") + running("30.31"):  # a failing run leaves nothing behind either
+            os.kill(pid, signal.SIGKILL)
+
+    assert result == CommandResult(0, "started\n")
+    assert gone
+    assert after == CommandResult(0, "next\n")
+
+
+@pytest.mark.parametrize("isolation", ISOLATIONS)
+def test_a_process_that_left_its_session_while_its_command_runs_is_killed_at_teardown(
+    tmp_path: Path, isolation: str
+):
+    command = (
+        "setsid bash -c 'sleep 300.32 & exit' </dev/null >/dev/null 2>&1; echo started >started.txt; sleep 9"
+    )
+
+    async def act(sandbox: LocalSandbox) -> tuple[bool, bool]:
+        running_command = asyncio.create_task(run(sandbox, command, timeout_s=30))
+        await written(sandbox.root / "started.txt")
+        escaped = await eventually(lambda: running("300.32") != [])
+        await sandbox.teardown()
+        await asyncio.wait_for(running_command, DEADLINE_S)
+        return escaped, await eventually(lambda: running("300.32") == [])
+
+    try:
+        escaped, gone = in_sandbox(tmp_path, act, isolation=isolation)
+    finally:
+        for pid in running("300.32"):
+            os.kill(pid, signal.SIGKILL)
+
+    assert escaped and gone
 
 
 def test_output_over_the_cap_is_truncated_with_a_marker_of_the_bytes_dropped_and_the_command_finishes(

@@ -90,17 +90,46 @@ def test_confined_a_command_that_kills_every_process_it_can_leaves_the_shell_run
 
 
 def test_output_an_escaped_leftover_writes_between_commands_is_not_the_next_command_s(tmp_path: Path):
-    async def act(sandbox: LocalSandbox) -> CommandResult:
-        await run(sandbox, "setsid bash -c 'sleep 0.2; echo late; exec sleep 30.23' &")
-        await eventually(lambda: running("30.23") != [])
-        return await run(sandbox, "echo next")
+    """Through the bare driver, which kills a command's group alone (a sandbox's shell has a launcher
+    or a namespace kill the rest), so that a setsid process escapes and writes between commands."""
 
-    try:
-        result = in_sandbox(tmp_path, act, isolation="none")
-    finally:
-        for pid in running("30.23"):
-            os.kill(pid, 9)
+    async def act() -> tuple[bool, CommandResult]:
+        driver = await asyncio.create_subprocess_exec(
+            *["bash", "-c", DRIVER, SHELL_NAME, "group", ""],
+            cwd=tmp_path,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            start_new_session=True,
+        )
+        assert driver.stdin is not None and driver.stdout is not None
+        stdin, stdout = driver.stdin, driver.stdout
 
+        async def write(data: bytes) -> None:
+            stdin.write(data)
+            await stdin.drain()
+
+        async def interrupt() -> None:
+            driver.send_signal(signal.SIGUSR1)
+
+        shell = Shell(write, lambda: stdout.read(65536), interrupt)
+        try:
+            await shell.run(  # it returns once the leftover is in a session of its own
+                "setsid bash -c ': > left; sleep 0.2; echo late; exec sleep 30.23' & "
+                "until [ -e left ]; do sleep 0.01; done",
+                timeout_s=10,
+                max_output_bytes=100,
+            )
+            wrote = await eventually(lambda: running("30.23") != [])
+            return wrote, await shell.run("echo next", timeout_s=10, max_output_bytes=100)
+        finally:
+            for pid in running("30.23"):  # it holds the driver's output open
+                os.kill(pid, 9)
+            driver.kill()
+            await driver.wait()
+
+    wrote, result = asyncio.run(act())
+
+    assert wrote
     assert result == CommandResult(0, "next\n")
 
 

@@ -5,6 +5,8 @@ verifiers' scores. With AGENT_ENV_VIEWER_SCREENSHOT set, the episode's view is s
 
 from __future__ import annotations
 
+import json
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -108,6 +110,28 @@ def test_a_file_left_unread_is_named_at_the_top_with_why_and_its_lines_never_sho
         f"secret.jsonl: a symbolic link (to {elsewhere / 'run.jsonl'}): links are not followed"
     ]
     assert sorted(table_tasks(browser)) == ["count-crates", "store-crate", "store-then-lift"]
+
+
+def test_an_episode_whose_score_is_infinity_is_listed_with_the_others_and_shows_it(
+    view: ViewServer, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    line = played(FakeTask("overflow", tools=[add_crate]), ("end", "Done.")).model_dump(mode="json")
+    line["score"] = math.inf
+    line["verifiers"][0]["score"] = math.nan
+    (view.folder.path / "odd.jsonl").write_text(json.dumps(line) + "\n")  # Infinity, NaN: as Python writes
+
+    browser.get(view.url)
+    wait_for(browser, lambda b: len(table_tasks(b)) == 4)
+    [row] = [r for r in browser.find_elements(By.CSS_SELECTOR, "#episodes tbody tr") if "overflow" in r.text]
+    assert row.find_element(By.CSS_SELECTOR, ".score").text == "Infinity"
+    row.find_element(By.LINK_TEXT, "overflow").click()
+    wait_for(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "#episode-view .episode-score"))
+
+    page = browser.find_element(By.ID, "episode-view")
+    assert page.find_element(By.CSS_SELECTOR, ".episode-score").text == "Infinity"
+    assert page.find_element(By.CSS_SELECTOR, ".verifier-score").text == "NaN"
 
 
 def test_an_episode_shows_its_conversation_calls_with_an_error_marked_and_its_verifier_scores(

@@ -5,6 +5,7 @@ files that are not regular or are links left unread, and a burst of requests all
 from __future__ import annotations
 
 import json
+import math
 import threading
 import urllib.error
 import urllib.request
@@ -22,12 +23,21 @@ from tst.support.trajectories import fifo, played, write_folder
 
 
 def get(url: str, *, host: str | None = None, timeout: float = 10) -> tuple[int, Any]:
+    """The status and the JSON body, parsed as strictly as a browser's `JSON.parse`: no `Infinity`, no
+    `NaN`."""
     request = urllib.request.Request(url, headers={"Host": host} if host else {})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as answer:
-            return answer.status, json.loads(answer.read())
+            return answer.status, strict_json(answer.read())
     except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+        return error.code, strict_json(error.read())
+
+
+def strict_json(body: bytes) -> Any:
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"{constant} is not JSON: a browser refuses the whole answer")
+
+    return json.loads(body, parse_constant=refuse)
 
 
 @pytest.fixture
@@ -161,6 +171,45 @@ def test_lines_that_are_not_trajectories_are_skipped_and_counted_with_their_file
         ("broken.jsonl", 2),
     ]
     assert "field 'recorded_by' is required" in listing["skipped"]["lines"][1]["why"]
+
+
+def test_numbers_a_file_holds_that_json_cannot_are_answered_as_their_words_and_every_episode_is_listed(
+    view: ViewServer, folder: Path
+) -> None:
+    line = played(
+        FakeTask("overflow", tools=[add_crate]),
+        ("call", "add_crate", {"crate": "C3", "bay": 1}),
+        ("end", "Done."),
+    ).model_dump(mode="json")
+    line["score"] = math.inf
+    line["verifiers"][0].update(score=math.nan, components={"reward": -math.inf, "style": 0.5})
+    line["timings"]["total_s"] = math.nan
+    line["turns"][0]["calls"][0]["arguments"]["bay"] = -math.inf
+    (folder / "odd.jsonl").write_text(json.dumps(line) + "\n")  # as Python writes them: Infinity, NaN
+
+    status, listing = get(f"{view.url}api/episodes")
+    _, episode = get(f"{view.url}api/episodes/{line['id']}")
+
+    assert status == 200 and listing["total"] == 4
+    assert sorted(row["task"] for row in listing["episodes"]) == [
+        "left-open",
+        "lift-crate",
+        "overflow",
+        "store-crate",
+    ]
+    [row] = [row for row in listing["episodes"] if row["task"] == "overflow"]
+    assert (row["score"], row["total_s"]) == ("Infinity", "NaN")
+    trajectory = episode["trajectory"]
+    assert trajectory["score"] == "Infinity" and trajectory["timings"]["total_s"] == "NaN"
+    assert trajectory["verifiers"] == [
+        {
+            "type": "function",
+            "weight": 1.0,
+            "score": "NaN",
+            "components": {"reward": "-Infinity", "style": 0.5},
+        }
+    ]
+    assert trajectory["turns"][0]["calls"][0]["arguments"] == {"crate": "C3", "bay": "-Infinity"}
 
 
 def test_a_fifo_in_the_folder_is_listed_as_skipped_at_once_and_once_removed_the_list_answers_without_it(
