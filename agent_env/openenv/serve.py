@@ -2,7 +2,8 @@
 
 Off loopback it requires a token: whoever reaches the server runs the bundle's tools and its sandbox's
 bash, so it refuses to start on another address without one unless told, by a flag that says so
-(`--insecure-no-token`).
+(`--insecure-no-token`). It raises the process's soft descriptor limit as far as the hard one allows
+(to `DESCRIPTOR_TARGET`) and holds its connections to `ConnectionLimits` (`connections.py`).
 
 SIGTERM (or Ctrl-C) closes every connection, which interrupts the calls in flight; every episode is
 then torn down, and only then does the process end, by that signal as uvicorn has it (exit status
@@ -25,6 +26,7 @@ import uvicorn
 from agent_env._errors import ArgumentError
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.openenv.app import build_app, resolve_max_concurrent_envs
+from agent_env.openenv.connections import ConnectionGuard, ConnectionLimits, raise_descriptor_limit
 from agent_env.openenv.tokens import TOKEN_VARIABLE, resolve_token
 from agent_env.recording import DEFAULT_MAX_MB
 from agent_env.sandbox.base import SandboxProvider
@@ -49,6 +51,7 @@ def serve(
     allowed_hosts: Iterable[str] | None = None,
     allow_internet: bool = False,
     insecure_no_token: bool = False,
+    limits: ConnectionLimits | None = None,
     out: TextIO = sys.stdout,
 ) -> None:
     """Serve `bundle` until SIGTERM or Ctrl-C; logs one line per episode.
@@ -58,7 +61,7 @@ def serve(
     unless `insecure_no_token`. `record` is a folder for every episode's trajectory, `warm` the Docker
     sandboxes' warm pool and `allowed_hosts` the names it answers besides loopback and IP addresses
     (`build_app`'s); `allow_internet` gives the tasks that ask for it (Harbor's allow_internet) a
-    network.
+    network. `limits` (default: `ConnectionLimits.for_sessions` of the capacity) bound its connections.
     """
     guarded = resolve_token(token) is not None
     if not guarded and not insecure_no_token and not _loopback(host):
@@ -80,7 +83,11 @@ def serve(
         allow_internet=allow_internet,
     )
     name = app.state.agent_env.name
-    listener = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    raise_descriptor_limit()
+    limits = limits or ConnectionLimits.for_sessions(capacity)
+    listener = socket.create_server(
+        (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET, backlog=limits.backlog
+    )
     bound = listener.getsockname()[1]
     where = f"[{host}]" if ":" in host else host
     splits = ", ".join(f"{split} {len(tasks)}" for split, tasks in loaded.splits.items())
@@ -94,9 +101,10 @@ def serve(
     )
     if record is not None:
         print(f"agent-env: recording trajectories to {Path(record).resolve()}", file=out, flush=True)
-    if warning := exposure_warning(host, guarded=guarded):
-        print(f"agent-env: warning: {warning}", file=out, flush=True)
-    config = uvicorn.Config(
+    for warning in (exposure_warning(host, guarded=guarded), limits.shortfall(capacity)):
+        if warning:
+            print(f"agent-env: warning: {warning}", file=out, flush=True)
+    config = ConnectionGuard(limits).config(
         app, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, lifespan="on", log_level="info"
     )
     uvicorn.Server(config).run(sockets=[listener])

@@ -48,7 +48,7 @@ def status(server: BackgroundServer, token: str | None = TOKEN) -> dict[str, Any
 
 def http_routes(server: BackgroundServer) -> list[tuple[str, str]]:
     """Every HTTP route the app serves, as (method, path) with path parameters filled in."""
-    app: Any = server.server.config.app
+    app: Any = server.app
     routes = []
     for route in app.routes:
         if isinstance(route, Route):
