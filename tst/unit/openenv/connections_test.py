@@ -34,13 +34,24 @@ pytestmark = pytest.mark.needs("openenv_installed")
 
 ANSWER_S = 10.0
 LIMITS = ConnectionLimits(per_client=2, total=3, request_timeout_s=0.5)
+PATIENT = ConnectionLimits(per_client=2, total=3, request_timeout_s=60.0)
+"""Limits whose request timeout closes no connection while a test runs."""
+
+
+def served(limits: ConnectionLimits) -> Iterator[BackgroundServer]:
+    app = build_served_app(fake_served({"train": [FakeTask("store")]}))
+    with BackgroundServer(app, limits=limits) as server:
+        yield server
 
 
 @pytest.fixture
 def server() -> Iterator[BackgroundServer]:
-    app = build_served_app(fake_served({"train": [FakeTask("store")]}))
-    with BackgroundServer(app, limits=LIMITS) as served:
-        yield served
+    yield from served(LIMITS)
+
+
+@pytest.fixture
+def patient_server() -> Iterator[BackgroundServer]:
+    yield from served(PATIENT)
 
 
 def connected(server: BackgroundServer, peer: str = "127.0.0.1") -> socket.socket:
@@ -199,8 +210,9 @@ def test_a_body_that_trickles_in_is_closed_after_the_request_timeout_and_one_in_
 
 
 def test_past_the_total_bound_a_new_client_is_answered_503_and_closed_at_once(
-    server: BackgroundServer,
+    patient_server: BackgroundServer,
 ) -> None:
+    server = patient_server
     held = [connected(server, "127.0.0.2"), connected(server, "127.0.0.2"), connected(server, "127.0.0.3")]
     assert until(lambda: sum(server.guard.clients().values()) == 3)
 
