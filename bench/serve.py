@@ -6,7 +6,8 @@
     python -m bench.serve harbor [--warm N] [--capacity N]   (bench/harbor_tasks: two Harbor tasks)
 
 Both are served the same way (uvicorn on a loopback port of its own), so the two differ only by what
-agent_env adds. It prints `port N` once it listens, and stops on SIGTERM or once the benchmark that
+agent_env adds; the bundle's server holds its connections to `ConnectionLimits`, as `agent-env
+serve` does. It prints `port N` once it listens, and stops on SIGTERM or once the benchmark that
 started it is gone.
 """
 
@@ -88,7 +89,13 @@ def main() -> None:
         )
     listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
     print(f"port {listener.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=30)
+    options: dict[str, Any] = {"log_level": "warning", "lifespan": "on", "timeout_graceful_shutdown": 30}
+    if args.kind == "bare":
+        config = uvicorn.Config(app, **options)
+    else:
+        from agent_env.openenv.connections import ConnectionGuard, ConnectionLimits
+
+        config = ConnectionGuard(ConnectionLimits.for_sessions(args.capacity)).config(app, **options)
     server = uvicorn.Server(config)
     threading.Thread(target=_stop_when_orphaned, args=(server,), daemon=True).start()
     server.run(sockets=[listener])

@@ -96,6 +96,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_token_options(serve, "require this bearer token on every route and the WebSocket")
     serve.add_argument(
+        "--insecure-no-token",
+        action="store_true",
+        help="serve off loopback without a token, which is refused otherwise: whoever reaches the "
+        "address can run the bundle's tools and its sandbox's bash",
+    )
+    serve.add_argument(
         "--allow-host",
         action="append",
         metavar="NAME",
@@ -216,6 +222,7 @@ def _serve(args: argparse.Namespace) -> int:
             warm=args.warm,
             allowed_hosts=args.allowed_hosts,
             allow_internet=args.allow_internet,
+            insecure_no_token=args.insecure_no_token,
         )
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -30,6 +30,7 @@ if _typing.TYPE_CHECKING:
     )
     from agent_env.openenv.auth import RequireToken as RequireToken
     from agent_env.openenv.background import BackgroundServer as BackgroundServer
+    from agent_env.openenv.connections import ConnectionLimits as ConnectionLimits
     from agent_env.openenv.environment import AgentEnvEnvironment as AgentEnvEnvironment
     from agent_env.openenv.serve import serve as serve
     from agent_env.openenv.tokens import TOKEN_VARIABLE as TOKEN_VARIABLE, resolve_token as resolve_token
@@ -59,6 +60,7 @@ else:
             ],
             "agent_env.openenv.auth": ["RequireToken"],
             "agent_env.openenv.background": ["BackgroundServer"],
+            "agent_env.openenv.connections": ["ConnectionLimits"],
             "agent_env.openenv.environment": ["AgentEnvEnvironment"],
             "agent_env.openenv.serve": ["serve"],
             "agent_env.openenv.tokens": ["TOKEN_VARIABLE", "resolve_token"],

@@ -25,6 +25,7 @@ from functools import partial
 from pathlib import Path
 
 from fastapi import FastAPI, HTTPException, Response, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIWebSocketRoute
 from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute, WebSocketRoute
@@ -34,6 +35,7 @@ from agent_env._errors import ArgumentError, StateError
 from agent_env._origins import AllowedHosts
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.openenv.auth import OwnHostsOnly, RequireToken
+from agent_env.openenv.bodies import BoundedBodies, validation_refused
 from agent_env.openenv.context import ServerContext
 from agent_env.openenv.disconnects import WatchDisconnects
 from agent_env.openenv.environment import AgentEnvEnvironment
@@ -275,6 +277,8 @@ def build_served_app(
     app.state.agent_env = context
     app.state.openenv_server = server
     app.add_middleware(WatchDisconnects, links=context.links)
+    app.add_middleware(BoundedBodies)
+    app.add_exception_handler(RequestValidationError, validation_refused)
     if required_token is not None:
         app.add_middleware(RequireToken, token=required_token)
     app.add_middleware(OwnHostsOnly, allowed=allowed)  # the outermost: a foreign page learns nothing more

@@ -1,4 +1,7 @@
-"""Serve an app with uvicorn on a thread of its own, on a loopback port: for tests and in-process use."""
+"""Serve an app with uvicorn on a thread of its own, on a loopback port: for tests and in-process use.
+
+Its connections are held to `ConnectionLimits` as `agent-env serve`'s are (`connections.py`).
+"""
 
 from __future__ import annotations
 
@@ -12,13 +15,17 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from agent_env._errors import StateError
+from agent_env.openenv.app import DEFAULT_MAX_CONCURRENT_ENVS
+from agent_env.openenv.connections import ConnectionGuard, ConnectionLimits
 
 _STARTED_POLL_S = 0.01
 
 
 class BackgroundServer:
     """A uvicorn server for `app` on a thread; `port=0` takes a free port, `url` says which; other
-    keywords are `uvicorn.Config`'s (`ws_ping_interval=`, say)."""
+    keywords are `uvicorn.Config`'s (`ws_ping_interval=`, say). `limits` (default: those of the
+    app's capacity, `ConnectionLimits.for_sessions`) bound its connections; `guard` counts them.
+    `app` is the app it serves."""
 
     def __init__(
         self,
@@ -27,14 +34,19 @@ class BackgroundServer:
         host: str = "127.0.0.1",
         port: int = 0,
         log_level: str = "warning",
+        limits: ConnectionLimits | None = None,
         **uvicorn_options: Any,
     ) -> None:
         self._socket = socket.create_server(
             (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET
         )
+        self.app = app
         self.host = host
         self.port: int = self._socket.getsockname()[1]
-        config = uvicorn.Config(app, log_level=log_level, log_config=None, lifespan="on", **uvicorn_options)
+        self.guard = ConnectionGuard(limits or ConnectionLimits.for_sessions(_capacity(app)))
+        config = self.guard.config(
+            app, log_level=log_level, log_config=None, lifespan="on", **uvicorn_options
+        )
         self.server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self.server.run,
@@ -81,3 +93,10 @@ class BackgroundServer:
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def _capacity(app: ASGIApp) -> int:
+    """The sessions `app` holds at once, if it is one `build_served_app` made."""
+    context = getattr(getattr(app, "state", None), "agent_env", None)
+    sessions = getattr(context, "max_concurrent_envs", None)
+    return sessions if isinstance(sessions, int) else DEFAULT_MAX_CONCURRENT_ENVS

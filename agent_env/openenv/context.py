@@ -11,6 +11,9 @@ from agent_env.openenv.calls import ClientLink
 from agent_env.openenv.tracker import EpisodeTracker
 from agent_env.served import ServedTask, ServedTasks
 
+_SHOWN = 100
+"""The most characters of a split's name a refusal shows."""
+
 
 class TaskLookupError(AgentEnvError, LookupError):
     """A split or an index the server does not serve: `UNKNOWN_SPLIT` or `INDEX_OUT_OF_RANGE`."""
@@ -36,19 +39,23 @@ class ServerContext:
         tasks = self.served.get(split)
         if tasks is None:
             raise TaskLookupError(
-                ErrorCode.UNKNOWN_SPLIT, f"unknown split '{split}' (splits: {self.splits_summary()})"
+                ErrorCode.UNKNOWN_SPLIT, f"unknown split '{_shown(split)}' (splits: {self.splits_summary()})"
             )
         return tasks
 
     def task(self, split: str, index: int) -> ServedTask:
         tasks = self.tasks(split)
         if not 0 <= index < len(tasks):
-            span = f"0..{len(tasks) - 1}" if tasks else "none"
             raise TaskLookupError(
-                ErrorCode.INDEX_OUT_OF_RANGE,
-                f"index {index} is out of range for split '{split}' ({_count(len(tasks))}: {span})",
+                ErrorCode.INDEX_OUT_OF_RANGE, f"index {index} is out of range for {self.split_span(split)}"
             )
         return tasks[index]
+
+    def split_span(self, split: str) -> str:
+        """A served split's indices, as refusals name them: `split 'eval' (11 tasks: 0..10)`."""
+        tasks = self.tasks(split)
+        span = f"0..{len(tasks) - 1}" if tasks else "none"
+        return f"split '{_shown(split)}' ({_count(len(tasks))}: {span})"
 
     def splits_summary(self) -> str:
         return ", ".join(f"{split} ({_count(len(tasks))})" for split, tasks in self.served.items())
@@ -61,6 +68,11 @@ class ServerContext:
         await self.tracker.drain()
         if self.tracker.recorder is not None:
             await run_in_own_thread(self.tracker.recorder.close)
+
+
+def _shown(name: str) -> str:
+    """A name from a request, as a refusal shows it: cut short, so no refusal echoes a megabyte."""
+    return name if len(name) <= _SHOWN else f"{name[:_SHOWN]}..."
 
 
 def _count(tasks: int) -> str:

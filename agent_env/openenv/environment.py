@@ -123,7 +123,17 @@ class AgentEnvEnvironment(Environment[AgentEnvAction, AgentEnvObservation, Agent
     def get_task_range(
         self, split: str, start: int | None = None, stop: int | None = None
     ) -> list[dict[str, Any]]:
-        return [_spec(task) for task in self._split(split)[start:stop]]
+        """The split's tasks from index `start` (default 0) up to `stop` (default: its end); an index
+        past the end stops there, a negative one is refused (400), as `get_task` refuses it."""
+        tasks = self._split(split)
+        for name, bound in (("start", start), ("stop", stop)):
+            if bound is not None and bound < 0:
+                raise HTTPException(
+                    status.HTTP_400_BAD_REQUEST,
+                    f"{name} {bound} is negative: a range's start and stop are indices of "
+                    f"{self._context.split_span(split)}, never negative; leave stop out for the rest of it",
+                )
+        return [_spec(task) for task in tasks[start:stop]]
 
     def list_solutions(self, split: str) -> list[SolutionSpec]:
         """The reference plays of the split's tasks that have one, in index order."""

@@ -1,5 +1,10 @@
 """`agent-env serve`: a bundle over OpenEnv with uvicorn, on loopback unless told otherwise.
 
+Off loopback it requires a token: whoever reaches the server runs the bundle's tools and its sandbox's
+bash, so it refuses to start on another address without one unless told, by a flag that says so
+(`--insecure-no-token`). It raises the process's soft descriptor limit as far as the hard one allows
+(to `DESCRIPTOR_TARGET`) and holds its connections to `ConnectionLimits` (`connections.py`).
+
 SIGTERM (or Ctrl-C) closes every connection, which interrupts the calls in flight; every episode is
 then torn down, and only then does the process end, by that signal as uvicorn has it (exit status
 143 for SIGTERM, so supervisors see a normal stop). Handlers still busy after `GRACEFUL_SHUTDOWN_S`
@@ -18,9 +23,11 @@ from typing import TextIO
 
 import uvicorn
 
+from agent_env._errors import ArgumentError
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.openenv.app import build_app, resolve_max_concurrent_envs
-from agent_env.openenv.tokens import TOKEN_VARIABLE
+from agent_env.openenv.connections import ConnectionGuard, ConnectionLimits, raise_descriptor_limit
+from agent_env.openenv.tokens import TOKEN_VARIABLE, resolve_token
 from agent_env.recording import DEFAULT_MAX_MB
 from agent_env.sandbox.base import SandboxProvider
 
@@ -43,15 +50,22 @@ def serve(
     warm: int | None = None,
     allowed_hosts: Iterable[str] | None = None,
     allow_internet: bool = False,
+    insecure_no_token: bool = False,
+    limits: ConnectionLimits | None = None,
     out: TextIO = sys.stdout,
 ) -> None:
     """Serve `bundle` until SIGTERM or Ctrl-C; logs one line per episode.
 
     `token` (default: `AGENTENV_TOKEN`, if set) is required on every route when there is one;
-    `record` is a folder for every episode's trajectory, `warm` the Docker sandboxes' warm pool and
-    `allowed_hosts` the names it answers besides loopback and IP addresses (`build_app`'s);
-    `allow_internet` gives the tasks that ask for it (Harbor's allow_internet) a network.
+    without one, a `host` other than loopback is refused (an `ArgumentError` saying how to set one)
+    unless `insecure_no_token`. `record` is a folder for every episode's trajectory, `warm` the Docker
+    sandboxes' warm pool and `allowed_hosts` the names it answers besides loopback and IP addresses
+    (`build_app`'s); `allow_internet` gives the tasks that ask for it (Harbor's allow_internet) a
+    network. `limits` (default: `ConnectionLimits.for_sessions` of the capacity) bound its connections.
     """
+    guarded = resolve_token(token) is not None
+    if not guarded and not insecure_no_token and not _loopback(host):
+        raise ArgumentError(_unguarded_refusal(host))
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.setLevel(logging.INFO)
@@ -69,11 +83,14 @@ def serve(
         allow_internet=allow_internet,
     )
     name = app.state.agent_env.name
-    listener = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    raise_descriptor_limit()
+    limits = limits or ConnectionLimits.for_sessions(capacity)
+    listener = socket.create_server(
+        (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET, backlog=limits.backlog
+    )
     bound = listener.getsockname()[1]
     where = f"[{host}]" if ":" in host else host
     splits = ", ".join(f"{split} {len(tasks)}" for split, tasks in loaded.splits.items())
-    guarded = app.state.token_required
     print(
         f"agent-env: serving {loaded.name} ({splits} tasks) on http://{where}:{bound}, "
         f"WebSocket ws://{where}:{bound}/ws, Task API /{name}/..., at most {capacity} sessions"
@@ -84,9 +101,10 @@ def serve(
     )
     if record is not None:
         print(f"agent-env: recording trajectories to {Path(record).resolve()}", file=out, flush=True)
-    if warning := exposure_warning(host, guarded=guarded):
-        print(f"agent-env: warning: {warning}", file=out, flush=True)
-    config = uvicorn.Config(
+    for warning in (exposure_warning(host, guarded=guarded), limits.shortfall(capacity)):
+        if warning:
+            print(f"agent-env: warning: {warning}", file=out, flush=True)
+    config = ConnectionGuard(limits).config(
         app, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, lifespan="on", log_level="info"
     )
     uvicorn.Server(config).run(sockets=[listener])
@@ -96,9 +114,21 @@ def exposure_warning(host: str, *, guarded: bool) -> str | None:
     """What to tell whoever serves on `host`, when it is not a loopback address."""
     if _loopback(host):
         return None
-    who = "whoever reaches it with the token" if guarded else "whoever reaches it"
-    fix = "" if guarded else f"; require a token with --token or {TOKEN_VARIABLE}"
-    return f"{host} is not a loopback address: {who} can run this bundle's tools and its sandbox's bash{fix}"
+    if guarded:
+        who = "whoever reaches it with the token"
+    else:
+        who = "whoever reaches it, with no token asked (--insecure-no-token),"
+    return f"{host} is not a loopback address: {who} can run this bundle's tools and its sandbox's bash"
+
+
+def _unguarded_refusal(host: str) -> str:
+    return (
+        f"refusing to serve on {host} without a token: it is not a loopback address, so whoever "
+        "reaches it could run this bundle's tools and its sandbox's bash. Set "
+        f"{TOKEN_VARIABLE}, or pass --token-file PATH (a file holding the token), and clients send it "
+        "as `Authorization: Bearer <token>`; to serve there without a token all the same, pass "
+        "--insecure-no-token"
+    )
 
 
 def _loopback(host: str) -> bool:

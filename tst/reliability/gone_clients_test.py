@@ -10,14 +10,8 @@ Whether an answer is sent after the close is a race, so rounds of clients run un
 
 from __future__ import annotations
 
-import base64
-import contextlib
-import json
 import logging
-import os
 import re
-import socket
-import struct
 import time
 
 import pytest
@@ -25,55 +19,14 @@ import pytest
 from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.testing import fake_served
 from tst.reliability._raw import dock, status
+from tst.reliability._sockets import NeverReads
 from tst.support.waiting import until
 
 CLIENTS = 8
-ANSWER_S = 10.0
 SENDING_S = 4.0
 """How long the clients send without reading: several missed pings' worth."""
 RELEASED_S = 30.0
 ROUNDS = 4
-
-
-def masked(text: str) -> bytes:
-    """`text` as one masked WebSocket text frame, as a client sends it."""
-    data = text.encode()
-    mask = os.urandom(4)
-    size = len(data)
-    head = bytes([0x81, 0x80 | size]) if size < 126 else bytes([0x81, 0x80 | 126]) + struct.pack(">H", size)
-    return head + mask + bytes(byte ^ mask[i % 4] for i, byte in enumerate(data))
-
-
-class NeverReads:
-    """A WebSocket client on a bare socket with a small receive buffer, that reads only its handshake
-    (so it answers no ping)."""
-
-    def __init__(self, port: int) -> None:
-        self.socket = socket.socket()
-        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        self.socket.settimeout(ANSWER_S)
-        self.socket.connect(("127.0.0.1", port))
-        key = base64.b64encode(os.urandom(16)).decode()
-        self.socket.sendall(
-            f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
-        )
-        answer = b""
-        while b"\r\n\r\n" not in answer:
-            answer += self.socket.recv(1)
-        assert answer.startswith(b"HTTP/1.1 101"), answer
-        self.socket.sendall(masked(json.dumps({"type": "reset", "data": {"split": "train", "index": 0}})))
-        self.socket.settimeout(0.05)
-
-    def ask_for_state(self) -> None:
-        """One `state` frame, unless the server no longer takes them in."""
-        with contextlib.suppress(OSError):  # a timeout (it reads no more) or a reset (it closed)
-            self.socket.sendall(masked(json.dumps({"type": "state"})))
-
-    def go_away(self) -> None:
-        """Close with a reset, unread answers and all, as the socket of a killed process does."""
-        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.socket.close()
 
 
 def stall_and_go(server: BackgroundServer) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import resource
 import select
 import signal
 import subprocess
@@ -19,11 +20,12 @@ STOPPED_S = 60.0
 
 @contextlib.contextmanager
 def agent_env_serve(
-    bundle: Path, *options: str, log: Path, tmpdir: Path
+    bundle: Path, *options: str, log: Path, tmpdir: Path, descriptors: int | None = None
 ) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """`agent-env serve BUNDLE --port 0 OPTIONS...` and the URL it prints; stopped with SIGTERM (then
-    killed, past `STOPPED_S`) when the block ends. Its log goes to `log`, its sandboxes under `tmpdir`."""
-    with _started(bundle, options, log, tmpdir) as process:
+    killed, past `STOPPED_S`) when the block ends. Its log goes to `log`, its sandboxes under `tmpdir`;
+    `descriptors`, if given, is its descriptor limit (soft and hard: it cannot raise it)."""
+    with _started(bundle, options, log, tmpdir, descriptors) as process:
         yield process, listening(process)
 
 
@@ -43,14 +45,19 @@ def agent_env_serves(
 
 @contextlib.contextmanager
 def _started(
-    bundle: Path, options: Sequence[str], log: Path, tmpdir: Path
+    bundle: Path, options: Sequence[str], log: Path, tmpdir: Path, descriptors: int | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
+    def limited() -> None:
+        if descriptors is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (descriptors, descriptors))
+
     with log.open("wb") as written:
         process = subprocess.Popen(
             [str(AGENT_ENV), "serve", str(bundle), "--port", "0", *options],
             stdout=subprocess.PIPE,
             stderr=written,
             env={**os.environ, "TMPDIR": str(tmpdir)},
+            preexec_fn=limited if descriptors is not None else None,
         )
         try:
             yield process

@@ -293,3 +293,38 @@ def test_serve_with_a_token_that_cannot_travel_in_a_header_exits_non_zero_saying
     assert done.returncode == 2
     assert "error: a token must be printable ASCII without spaces" in done.stderr
     assert "serving" not in done.stdout
+
+
+def test_serve_off_loopback_without_a_token_exits_2_saying_to_set_the_variable_or_a_token_file(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [str(SCRIPT), "serve", str(WHARF), "--host", "0.0.0.0", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_S,
+        check=False,
+        env=environment(tmp_path),
+    )
+
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: refusing to serve on 0.0.0.0 without a token: it is not a loopback")
+    assert "Set AGENTENV_TOKEN, or pass --token-file PATH" in done.stderr
+    assert "pass --insecure-no-token" in done.stderr
+    assert "serving" not in done.stdout
+
+
+def test_serve_off_loopback_with_insecure_no_token_goes_past_the_token_check(tmp_path: Path) -> None:
+    unassigned = "192.0.2.1"  # TEST-NET-1: no machine has it, so the server gets as far as binding it
+    done = subprocess.run(
+        [str(SCRIPT), "serve", str(WHARF), "--host", unassigned, "--port", "0", "--insecure-no-token"],
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_S,
+        check=False,
+        env=environment(tmp_path),
+    )
+
+    assert done.returncode == 2
+    assert "refusing" not in done.stderr
+    assert "error: [Errno 99] Cannot assign requested address" in done.stderr

@@ -10,14 +10,16 @@ from urllib.parse import urlsplit
 import kubernetes_validate
 import pytest
 
+from agent_env._errors import ArgumentError
 from agent_env._origins import ALLOWED_HOSTS_VARIABLE, AllowedHosts
 from agent_env.openenv.app import CAPACITY_VARIABLE
-from agent_env.openenv.serve import GRACEFUL_SHUTDOWN_S
+from agent_env.openenv.serve import GRACEFUL_SHUTDOWN_S, serve
 from agent_env.openenv.tokens import TOKEN_VARIABLE, resolve_token
 from agent_env.openenv.tracker import TEARDOWN_TIMEOUT_S
 from agent_env.recording import _CLOSE_WAIT_S
 from agent_env.sandbox import KILL_MARGIN_S
 from tst.unit.deploy._deploy import (
+    INIT,
     KUBERNETES,
     KUBERNETES_VERSION,
     container,
@@ -108,6 +110,17 @@ def test_the_token_and_the_capacity_reach_the_server_through_the_variables_it_re
     reference = env[TOKEN_VARIABLE]["valueFrom"]["secretKeyRef"]
     assert reference["name"] == secret["metadata"]["name"]
     assert reference["key"] in secret["stringData"]
+
+
+def test_the_image_serves_off_loopback_so_it_starts_only_with_the_token_the_deployment_gives_it():
+    command = list(instruction("ENTRYPOINT").value[len(INIT) :])
+    host = command[command.index("--host") + 1]
+    env = {variable["name"] for variable in container()["env"]}
+
+    with pytest.raises(ArgumentError, match=f"refusing to serve on {host} without a token.*{TOKEN_VARIABLE}"):
+        serve("/bundle", host=host)  # refused before the bundle is read
+    assert TOKEN_VARIABLE in env
+    assert "--insecure-no-token" not in [*command, *container().get("args", [])]
 
 
 def test_the_server_answers_requests_that_name_the_service_and_those_that_name_a_pod_by_its_address():

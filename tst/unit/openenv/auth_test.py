@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -12,9 +15,11 @@ from starlette.routing import Route
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect as connect_websocket
 
+from agent_env._errors import ArgumentError
 from agent_env._origins import ALLOWED_HOSTS_VARIABLE
+from agent_env.errors import BundleError
 from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer, build_served_app, resolve_token
-from agent_env.openenv.serve import exposure_warning
+from agent_env.openenv.serve import exposure_warning, serve as agent_env_serve
 from agent_env.testing import FakeTask, fake_served
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
@@ -43,7 +48,7 @@ def status(server: BackgroundServer, token: str | None = TOKEN) -> dict[str, Any
 
 def http_routes(server: BackgroundServer) -> list[tuple[str, str]]:
     """Every HTTP route the app serves, as (method, path) with path parameters filled in."""
-    app: Any = server.server.config.app
+    app: Any = server.app
     routes = []
     for route in app.routes:
         if isinstance(route, Route):
@@ -127,11 +132,47 @@ def test_a_token_that_cannot_travel_in_a_header_is_refused_when_the_app_is_built
         build_served_app(fake_served(served_tasks()), token=token)
 
 
-def test_off_loopback_the_server_warns_and_says_to_require_a_token_unless_it_has_one() -> None:
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.7", "::", "agent-env.example", ""])
+def test_off_loopback_without_a_token_serve_refuses_to_start_naming_the_variable_and_the_token_file(
+    host: str,
+) -> None:
+    with pytest.raises(ArgumentError) as refused:
+        agent_env_serve("no-such-bundle", host=host)  # refused before the bundle is even read
+
+    message = str(refused.value)
+    assert message.startswith(f"refusing to serve on {host} without a token: it is not a loopback address")
+    assert TOKEN_VARIABLE in message and "--token-file PATH" in message
+    assert "--insecure-no-token" in message
+    assert re.search(r"--token(?!-file)", message) is None, "it must not recommend --token, which ps shows"
+
+
+@pytest.fixture
+def server_log_level() -> Iterator[None]:
+    """`serve` sets its logger's level as it starts: put it back after the test."""
+    logger = logging.getLogger("agent_env.openenv")
+    level = logger.level
+    yield
+    logger.setLevel(level)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
+@pytest.mark.usefixtures("server_log_level")
+def test_on_loopback_serve_starts_without_a_token(host: str) -> None:
+    with pytest.raises(BundleError, match="no-such-bundle"):  # past the token check, to the bundle
+        agent_env_serve("no-such-bundle", host=host)
+
+
+@pytest.mark.usefixtures("server_log_level")
+def test_off_loopback_with_a_token_or_the_insecure_flag_serve_starts_warning_who_can_run_its_tools() -> None:
     unguarded = exposure_warning("0.0.0.0", guarded=False)
     with_token = exposure_warning("10.1.2.3", guarded=True)
 
-    assert unguarded is not None and "--token" in unguarded and "not a loopback address" in unguarded
+    with pytest.raises(BundleError):
+        agent_env_serve("no-such-bundle", host="0.0.0.0", insecure_no_token=True)
+    with pytest.raises(BundleError):
+        agent_env_serve("no-such-bundle", host="0.0.0.0", token=TOKEN)
+    assert unguarded is not None and "not a loopback address" in unguarded
+    assert "with no token asked (--insecure-no-token)" in unguarded
     assert with_token is not None and "with the token" in with_token and "--token" not in with_token
     assert exposure_warning("127.0.0.1", guarded=False) is None
     assert exposure_warning("::1", guarded=False) is None

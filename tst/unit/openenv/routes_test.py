@@ -78,7 +78,7 @@ def sessions(server: BackgroundServer, env_name: str = "tasks") -> dict[str, Any
 def test_the_app_serves_exactly_the_routes_served_routes_lists(serve: Serve) -> None:
     server = serve(build_app(WHARF))
 
-    served = keys(server.server.config.app.routes)
+    served = keys(server.app.routes)
 
     assert served == set(SERVED_ROUTES)
     assert {"WEBSOCKET /ws", "GET /{env_name}/status", "GET /health"} <= served
@@ -191,6 +191,6 @@ def test_openenvs_web_interface_and_mode_variables_change_nothing_the_server_ser
 
     server = serve(build_app(WHARF))
 
-    assert keys(server.server.config.app.routes) == set(SERVED_ROUTES)
+    assert keys(server.app.routes) == set(SERVED_ROUTES)
     assert httpx.get(f"{server.url}/web", timeout=10).status_code == 404
     assert httpx.post(f"{server.url}/reset", json={}, timeout=10).status_code == 404

@@ -237,7 +237,7 @@ def test_the_solutions_route_leaves_out_the_tasks_without_one_and_keeps_the_othe
     assert unsolved == []
 
 
-def test_a_task_range_slices_a_split_as_python_slices_a_list(serve: Serve) -> None:
+def test_a_task_range_slices_a_split_as_python_slices_a_list_from_index_0(serve: Serve) -> None:
     server = serve(build_app(WHARF))
     ids = [entry["id"] for entry in TRAIN]
 
@@ -250,11 +250,35 @@ def test_a_task_range_slices_a_split_as_python_slices_a_list(serve: Serve) -> No
     assert sliced() == ids
     assert sliced(start=30) == ids[30:]
     assert sliced(stop=2) == ids[:2]
-    assert sliced(start=-3, stop=None) == ids[-3:]
-    assert sliced(start=0, stop=-30) == ids[:-30]
     assert sliced(start=30, stop=99) == ids[30:]
     assert sliced(start=5, stop=2) == []
     assert sliced(start=99) == []
+
+
+@pytest.mark.parametrize(
+    ("bounds", "named"), [({"start": -3}, "start -3"), ({"start": 0, "stop": -30}, "stop -30")]
+)
+def test_a_task_range_with_a_negative_start_or_stop_is_a_400_that_names_it_and_the_split_s_indices(
+    serve: Serve, bounds: dict[str, int], named: str
+) -> None:
+    server = serve(build_app(WHARF))
+
+    answer = post(server, "/wharf/task_range", {"split": "train", **bounds})
+
+    assert answer.status_code == 400
+    assert answer.json()["detail"] == (
+        f"{named} is negative: a range's start and stop are indices of split 'train' ({len(TRAIN)} tasks: "
+        f"0..{len(TRAIN) - 1}), never negative; leave stop out for the rest of it"
+    )
+
+
+def test_an_unknown_split_s_name_is_shown_cut_short(serve: Serve) -> None:
+    server = serve(build_app(WHARF))
+
+    answer = post(server, "/wharf/tasks", {"split": "v" * 100_000})
+
+    assert answer.status_code == 404
+    assert answer.json()["detail"] == f"unknown split '{'v' * 100}...' (splits: {WHARF_SPLITS})"
 
 
 def test_every_task_a_range_returns_is_the_task_the_task_route_returns_at_its_index(serve: Serve) -> None:
