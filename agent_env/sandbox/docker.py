@@ -51,6 +51,7 @@ from agent_env.sandbox.docker_image import WORK_FOLDER
 from agent_env.sandbox.docker_removal import Removals, remove_orphans
 from agent_env.sandbox.owner import owner_labels
 from agent_env.sandbox.sealing import (
+    Change,
     ProtectedPaths,
     changes_of,
     scratch_folder,
@@ -82,6 +83,13 @@ _INIT = [
     "exec 3<&0; trap 'exit 0' TERM; trap 'kill -USR1 -1' USR1; while :; do (read -r -u 3 _) & wait; done",
 ]
 _ENVIRONMENT = {"HOME": WORK_FOLDER, "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+_INIT_RUNS = (
+    "for ((n = 0; n < 500; n++)); do "
+    "{ read -r -d '' _; read -r -d '' _; read -r -d '' init; } < /proc/1/cmdline; "
+    '[[ $init == *"read -r -u 3 _"* ]] && exit 0; sleep 0.02; done; exit 1'
+)
+"""Wait (10 s at most) until the image's entrypoint is done and the container's pid 1 is the init:
+what the entrypoint wrote as it set up is then in the container's changes at start."""
 
 log = logging.getLogger(__name__)
 _UNCAPPED_TOLD = threading.Event()
@@ -113,6 +121,9 @@ class DockerSandbox:
         self._shells: ShellSlot[_ContainerShell] = ShellSlot(self._start, self._end)
         self._removed = False
         self._sealed = False
+        self.started_with: frozenset[Change] = frozenset()
+        """What the container's filesystem already showed changed once it started (an image's
+        entrypoint may write its configuration): none of it is the agent's doing."""
 
     @property
     def id(self) -> str:
@@ -164,7 +175,12 @@ class DockerSandbox:
             return
         self._sealed = True
         await self._shells.close()  # its end kills every process but the init, the agent's shell's too
-        changes = self._protected.forbidden(changes_of(await run_sync(self.container.diff)))
+        made = [
+            change
+            for change in changes_of(await run_sync(self.container.diff))
+            if change not in self.started_with
+        ]
+        changes = self._protected.forbidden(made)
         if changes:
             raise unscorable(changes)
         if self._removed:
@@ -285,6 +301,8 @@ class DockerSandboxProvider:
         self.settings = settings or SandboxConfig(provider="docker")
         self.networked = self.settings.network and allow_network
         self._home: str | None = None
+        self._entrypoint = False
+        """Whether the image runs an entrypoint of its own before the init (set when it is checked)."""
         """HOME for an image of its own that declares none (the engine's exec sets none): root's."""
         self.caps_storage = True
         """Whether the engine caps a container's disk, until it once says it cannot."""
@@ -304,6 +322,10 @@ class DockerSandboxProvider:
         sandbox = DockerSandbox(await run_sync(self._start), self.removals, self.settings, self.protected)
         try:
             await sandbox.check()
+            if self.settings.workdir is not None:  # a read-only root shows no change, ever
+                if self._entrypoint:
+                    await sandbox.run(_INIT_RUNS, timeout_s=ENGINE_TIMEOUT_S, max_output_bytes=_PAGE)
+                sandbox.started_with = frozenset(changes_of(await run_sync(sandbox.container.diff)))
         except BaseException:
             await sandbox.teardown()
             raise
@@ -410,7 +432,9 @@ class DockerSandboxProvider:
                 f"`agent-env sandbox-image --tag {self.settings.image}`, or set [sandbox] image in "
                 "bundle.toml to an image that has /bin/bash"
             ) from exc
-        declared = [str(e) for e in (image.attrs.get("Config") or {}).get("Env") or []]
+        config = image.attrs.get("Config") or {}
+        self._entrypoint = bool(config.get("Entrypoint"))
+        declared = [str(e) for e in config.get("Env") or []]
         if self.settings.workdir is not None and not any(e.startswith("HOME=") for e in declared):
             self._home = "/root" if self.settings.user.split(":")[0] == "0" else self.settings.workdir
         variables = dict(e.partition("=")[::2] for e in declared) | dict(self.settings.environment)

@@ -511,3 +511,37 @@ def test_a_sealed_container_whose_system_files_the_agent_changed_refuses_its_ver
 
     assert error.code == "SYSTEM_CHANGED"
     assert "/etc/ld.so.preload (added)" in error.message and "/work/out" not in error.message
+
+
+def test_what_an_images_entrypoint_writes_as_its_container_starts_is_not_taken_for_the_agents_doing(
+    docker_client: Any, sandbox_image: str, tmp_path: Any
+) -> None:
+    from agent_env.errors import EpisodeError
+
+    entry = "#!/bin/bash\\nsleep 0.3\\necho configured > /etc/entry.conf\\nexec \"$@\"\\n"
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {sandbox_image}\nRUN printf '{entry}' > /entry.sh && chmod 755 /entry.sh\n"
+        'ENTRYPOINT ["/entry.sh"]\n'
+    )
+    tag = "agent-env-test-entrypoint:latest"
+    docker_client.images.build(path=str(tmp_path), tag=tag, rm=True)
+    provider = DockerSandboxProvider(settings(image=tag, workdir="/work", user="0:0"), client=docker_client)
+
+    async def honest(sandbox: DockerSandbox) -> None:
+        await sandbox.run("echo done > /work/out", timeout_s=10, max_output_bytes=CAP)
+        await sandbox.seal()
+
+    async def changes_etc(sandbox: DockerSandbox) -> EpisodeError:
+        await sandbox.run("echo mine > /etc/other.conf", timeout_s=10, max_output_bytes=CAP)
+        with pytest.raises(EpisodeError) as refused:
+            await sandbox.seal()
+        return refused.value
+
+    try:
+        in_sandbox(provider, {}, honest)
+        error = in_sandbox(provider, {}, changes_etc)
+    finally:
+        docker_client.images.remove(tag, force=True)
+
+    assert "/etc/other.conf (added)" in error.message
+    assert "/etc/entry.conf" not in error.message
