@@ -339,6 +339,7 @@ def test_a_symlink_out_of_the_bundle_is_refused_and_not_read(tmp_path):
         ("files/in.csv", "", "tasks/train.jsonl:1 (task 't1'): files['in.csv']"),
     ],
 )
+@pytest.mark.needs("mcp_installed")  # the bundle has an MCP env, for its envs/NAME.toml
 def test_every_file_a_bundle_is_read_from_that_links_out_of_it_is_refused_unread_naming_it_and_the_fix(
     tmp_path, monkeypatch, linked, named, where
 ):

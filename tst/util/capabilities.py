@@ -190,12 +190,14 @@ def missing_reason(name: str, where: str) -> str | None:
 
 
 def apply(item: pytest.Item) -> None:
-    """Skip `item` when a capability it needs is missing; refuse unknown capability names."""
+    """Skip `item` when a capability it needs is missing, for the first one it names that is: an engine
+    is not looked for where the extra that reaches it is not installed."""
     for mark in item.iter_markers("needs"):
         for name in mark.args:
             reason = missing_reason(name, item.nodeid)
             if reason is not None:
                 item.add_marker(pytest.mark.skip(reason=reason))
+                return
 
 
 def declared_needs(module: Path) -> Iterator[str]:

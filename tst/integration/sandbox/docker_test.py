@@ -518,7 +518,7 @@ def test_what_an_images_entrypoint_writes_as_its_container_starts_is_not_taken_f
 ) -> None:
     from agent_env.errors import EpisodeError
 
-    entry = "#!/bin/bash\\nsleep 0.3\\necho configured > /etc/entry.conf\\nexec \"$@\"\\n"
+    entry = '#!/bin/bash\\nsleep 0.3\\necho configured > /etc/entry.conf\\nexec "$@"\\n'
     (tmp_path / "Dockerfile").write_text(
         f"FROM {sandbox_image}\nRUN printf '{entry}' > /entry.sh && chmod 755 /entry.sh\n"
         'ENTRYPOINT ["/entry.sh"]\n'

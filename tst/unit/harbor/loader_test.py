@@ -256,7 +256,7 @@ def test_an_instruction_over_1_mib_is_refused_unread_naming_the_cap(
     assert (task / "instruction.md").resolve() not in read
 
 
-@pytest.mark.needs("docker_engine")
+@pytest.mark.needs("docker_installed", "docker_engine")
 def test_cpus_or_memory_beyond_what_the_engine_has_are_refused_at_load_with_what_it_has(tmp_path: Path):
     from agent_env.sandbox.docker_engine import docker_client
 

@@ -158,3 +158,14 @@ def test_every_extra_pyproject_declares_is_a_capability():
 
     extras = pyproject["project"]["optional-dependencies"]
     assert sorted(capabilities.EXTRAS) == sorted(capabilities.extra(name) for name in extras)
+
+
+def test_the_core_only_run_skips_a_test_for_its_missing_extra_without_asking_for_the_engine_it_reaches(
+    machine, monkeypatch
+):
+    monkeypatch.setenv("AGENT_ENV_CORE_ONLY", "1")
+    item = FakeItem("docker_installed", "docker_engine")
+
+    capabilities.apply(item)
+
+    assert item.skip_reasons == ["missing capability: docker_installed (pip install -e '.[docker]')"]
