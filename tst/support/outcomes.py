@@ -3,12 +3,13 @@ for the tests of pass rates (eval's results) and of what they select (the traine
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from agent_env.contexts import VerifierContext
-from agent_env.eval import AssistantMessage, PolicyError
+from agent_env.eval import END_TURN, AssistantMessage, PolicyError, ToolCall
 from agent_env.testing import FakeTask
 
 Outcome = Literal["pass", "fail", "error"]
@@ -38,4 +39,5 @@ class OutcomePolicy:
             outcome = self._left[task_id].pop(0)
         if outcome == "error":
             raise PolicyError(f"the endpoint failed for {task_id}")
-        return AssistantMessage(content=outcome)
+        ending = ToolCall(f"end-{task_id}", END_TURN, json.dumps({"reply": outcome}), {"reply": outcome})
+        return AssistantMessage(tool_calls=(ending,))

@@ -193,9 +193,11 @@ def no_process_left() -> Iterator[None]:
     assert multiprocessing.active_children() == []
 
 
-def rollout_worker(env: AgentEnv, tokenizer: Any, vllm_url: str, dataset: Any = None) -> Any:
+def rollout_worker(
+    env: AgentEnv, tokenizer: Any, vllm_url: str, dataset: Any = None, *, generations: int = GENERATIONS
+) -> Any:
     """TRL's worker, with the arguments AsyncGRPOTrainer gives it, generating from `vllm_url`, on
-    `dataset` (default: `env.dataset`).
+    `dataset` (default: `env.dataset`), `generations` rollouts a group.
 
     The trainer's process has made its `Accelerator` by then, which the worker's logging needs.
     """
@@ -208,7 +210,7 @@ def rollout_worker(env: AgentEnv, tokenizer: Any, vllm_url: str, dataset: Any = 
             processing_class=tokenizer,
             eos_token_ids=[tokenizer.eos_token_id],
             environment_factory=env.factory,
-            num_generations=GENERATIONS,
+            num_generations=generations,
             max_inflight_tasks=IN_FLIGHT,
             vllm_server_url=vllm_url,
             max_tokens=96,
@@ -218,13 +220,14 @@ def rollout_worker(env: AgentEnv, tokenizer: Any, vllm_url: str, dataset: Any = 
         )
 
 
-def collect_groups(worker: Any, groups: set[int]) -> dict[int, list[Any]]:
-    """The scored samples of `groups`, as the trainer reads them from the worker's queue."""
+def collect_groups(worker: Any, groups: set[int], *, generations: int = GENERATIONS) -> dict[int, list[Any]]:
+    """The scored samples of `groups` (of `generations` each), as the trainer reads them from the
+    worker's queue."""
     samples: dict[int, list[Any]] = {}
     deadline = time.monotonic() + COLLECT_S
 
     def complete() -> bool:
-        return all(len(samples.get(group, [])) >= GENERATIONS for group in groups)
+        return all(len(samples.get(group, [])) >= generations for group in groups)
 
     while not complete():
         remaining = deadline - time.monotonic()
