@@ -1,6 +1,6 @@
 """TRL's side of a served bundle: `AgentEnv(url).dataset` and `.factory` for GRPOTrainer and AsyncGRPO,
 and `.demonstrations()` (or `.demonstrations_from(trajectories)`, recorded successes) for SFTTrainer;
-`tasks_with_signal` (and `dataset_for(..., pass_rate=...)`) for the tasks an evaluation found worth
+`tasks_with_signal` (and `dataset_for(..., score_std=...)`) for the tasks an evaluation found worth
 training on; `GroupsWithSignal`, a TrainerCallback that logs the share of GRPO's groups whose rewards
 differ; `score_batch`, a reward function with which GRPOTrainer scores a batch's episodes at once.
 

@@ -215,6 +215,33 @@ def test_results_json_holds_each_task_s_pass_rate_over_the_samples_played_errors
     assert [t.pass_rate for t in EvalResult.read(tmp_path).tasks] == [pytest.approx(2 / 3), None, 1.0]
 
 
+def test_results_json_holds_each_task_s_mean_and_the_population_spread_min_and_max_of_the_scores_played(
+    serve, tmp_path
+):
+    ids = ["partial", "lone", "alike", "unreachable"]
+    plays = {
+        "partial": [0.03, 0.11, "error", 0.07],  # partial credit, never 1.0: pass rate 0
+        "lone": ["error", "error", "error", 0.5],  # one sample played: no spread
+        "alike": ["pass"] * 4,
+        "unreachable": ["error"] * 4,  # nothing played: no mean, no spread
+    }
+    url = serve({"eval": outcome_tasks(ids)}).url
+
+    evaluate(url, OutcomePolicy(plays), samples=4, concurrency=2, out=tmp_path)
+
+    written = json.loads((tmp_path / RESULTS_FILE).read_text())
+    measures = [(t["mean_score"], t["score_std"], t["min_score"], t["max_score"]) for t in written["tasks"]]
+    assert measures == [
+        (pytest.approx(0.07), pytest.approx((0.0032 / 3) ** 0.5), 0.03, 0.11),
+        (0.5, 0.0, 0.5, 0.5),
+        (1.0, 0.0, 1.0, 1.0),
+        (None, None, None, None),
+    ]
+    assert [t["pass_rate"] for t in written["tasks"]] == [0.0, 0.0, 1.0, None]
+    read = EvalResult.read(tmp_path).tasks[0]
+    assert (read.score_std, read.min_score, read.max_score) == (pytest.approx(0.0327, abs=1e-4), 0.03, 0.11)
+
+
 def test_results_json_carries_the_tasks_fingerprint_of_the_server_it_measured(serve, tmp_path):
     server = serve({"eval": outcome_tasks(["always"])})
 
