@@ -31,9 +31,9 @@ from agent_env.testing import FakeTask, calls, fake_served  # noqa: E402
 from agent_env.training.trl import AgentEnv, score_batch  # noqa: E402
 from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E402
 from tst.support.tools import add_crate, list_crates  # noqa: E402
+from tst.trl._async_worker import collect_groups, rollout_worker, stop  # noqa: E402
 from tst.trl._generated import ScriptedGenerate  # noqa: E402
 from tst.trl._vllm_stand_in import StandInVLLM  # noqa: E402
-from tst.trl.async_grpo_test import collect_groups, rollout_worker, stop  # noqa: E402
 
 REPLY = "Stored."
 Answer = tuple[str, dict[str, Any]] | str
