@@ -164,7 +164,9 @@ class _Game:
     ) -> ToolCall | None:
         """Play one turn to its end; the `end_turn` call that ended it (its answer, the next prompt,
         comes once the server has it), or None when the model stopped without one."""
+        step = 0
         while True:
+            step += 1  # each answer of the model is a step of the turn: its calls were made together
             try:
                 answer: AssistantMessage = self.policy(messages, tools)
             except PolicyError as exc:
@@ -190,16 +192,16 @@ class _Game:
                 elif call.name == END_TURN:
                     ended, ending_call = True, call
                 else:
-                    messages.append(_tool_message(call, self._call(turn, call)))
+                    messages.append(_tool_message(call, self._call(turn, call, step)))
                     limit = self.settings.max_tool_calls
                     ended = self.ended_by_call is not None or (limit is not None and len(turn.calls) >= limit)
             if ended:
                 return ending_call
 
-    def _call(self, turn: TurnRecord, call: ToolCall) -> str:
-        """Run one tool call on the server; what the model is told."""
+    def _call(self, turn: TurnRecord, call: ToolCall, step: int) -> str:
+        """Run one tool call of the turn's `step` on the server; what the model is told."""
         assert call.arguments is not None
-        record = ToolCallRecord(tool=call.name, arguments=call.arguments)
+        record = ToolCallRecord(tool=call.name, arguments=call.arguments, step=step)
         turn.calls.append(record)
         started = time.monotonic()
         answer = self._answer(functools.partial(self._playing.call_tool, call.name, call.arguments))

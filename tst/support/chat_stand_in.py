@@ -152,8 +152,8 @@ class ChatStandIn:
         since = messages[opened[-1] :]
         made = sum(len(m.get("tool_calls") or []) for m in since if m["role"] == "assistant")
         scripted = script.turns[turn - 1]
-        if made < len(scripted.calls):
-            call = scripted.calls[made]
+        if made < len(scripted.all_calls):
+            call = scripted.all_calls[made]
             return _calling(call_id, call.tool, json.dumps(call.arguments))
         if turn == len(script.turns) and play == "solve-in-text":
             return {"role": "assistant", "content": scripted.reply}
