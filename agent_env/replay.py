@@ -54,7 +54,7 @@ async def replay(episode: Episode, turns: Sequence[ScriptedTurn]) -> ReplayResul
         while prompt is not None:
             result.transcript.append(f"user: {prompt}")
             scripted = turns[turn] if turn < len(turns) else ScriptedTurn()
-            for call in scripted.calls:
+            for call in scripted.all_calls:  # the engine has no answers: a step's calls run in order
                 result.tool_calls += 1
                 try:
                     answer = await episode.call_tool(call.tool, call.arguments)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 DEFAULT_ROLE = "default"
 
@@ -110,13 +110,76 @@ class ScriptedCall(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
+def _step_kind(value: Any) -> str | None:
+    """Which form an entry of a turn's `calls` has: a call, or a list of calls made together."""
+    if isinstance(value, list | tuple):
+        return "step"
+    return "call" if isinstance(value, dict | ScriptedCall) else None
+
+
+ScriptedStep = Annotated[
+    Annotated[ScriptedCall, Tag("call")] | Annotated[list[ScriptedCall], Tag("step")],
+    Discriminator(
+        _step_kind,
+        custom_error_type="step_invalid",
+        custom_error_message='each entry of "calls" is a call, {"tool": NAME, "arguments": {...}}, or a list '
+        "of calls the agent makes together in one answer",
+    ),
+]
+"""An entry of a turn's `calls`: one call (a step of its own), or a list of calls made in one answer."""
+STEP_TAGS = ("call", "step")
+"""The union's tags, which pydantic puts in an error's location: `validation_problems(tags=)` drops them."""
+
+
 class ScriptedTurn(BaseModel):
-    """One scripted turn: its tool calls, in order, then the reply that ends it."""
+    """One scripted turn: its steps, in order, then the reply that ends it.
+
+    A step is one answer of the agent: its calls are made together, and the next step is made once
+    their results are in. In `calls`, a call is a step of its own (the common case: a call that
+    needs the previous one's result, such as `unlock_account` after `find_user`); calls the agent
+    makes together, independent of each other, are a list, one entry of `calls`:
+    `[{"tool": "find_user", ...}, [{"tool": "a", ...}, {"tool": "b", ...}], {"tool": "c", ...}]` is
+    three steps.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    calls: list[ScriptedCall] = Field(default_factory=list)
+    calls: list[ScriptedStep] = Field(
+        default_factory=list,
+        description="The turn's steps in order: a call is a step of its own; a list of calls is one step, "
+        "its calls made together in one answer.",
+    )
     reply: str = ""
+
+    @field_validator("calls", mode="before")
+    @classmethod
+    def _steps_are_lists_of_calls(cls, calls: Any) -> Any:
+        if not isinstance(calls, list | tuple):
+            return calls  # pydantic says it is no list
+        for number, step in enumerate(calls, start=1):
+            if not isinstance(step, list | tuple):
+                continue
+            if not step:
+                raise ValueError(
+                    f"step {number} is an empty list: remove it, or list in it the calls the agent makes "
+                    "together"
+                )
+            if any(isinstance(call, list | tuple) for call in step):
+                raise ValueError(
+                    f"step {number} holds a list in a list: a step is one list of calls made together; "
+                    "write calls made one after the other as entries of their own"
+                )
+        return calls
+
+    @property
+    def steps(self) -> tuple[tuple[ScriptedCall, ...], ...]:
+        """The turn's steps in order, each the calls of one answer."""
+        return tuple(tuple(step) if isinstance(step, list) else (step,) for step in self.calls)
+
+    @property
+    def all_calls(self) -> tuple[ScriptedCall, ...]:
+        """Every call of the turn, in the order they are made."""
+        return tuple(call for step in self.steps for call in step)
 
 
 class Solution(BaseModel):

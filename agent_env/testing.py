@@ -58,6 +58,12 @@ class Gate:
     def wait_reached(self, timeout: float = 10.0) -> bool:
         return self.reached.wait(timeout)
 
+    @property
+    def waiting(self) -> int:
+        """How many wait at the gate now: several at once show work running side by side."""
+        with self._lock:
+            return len(self._waiters)
+
     async def pass_through(self) -> None:
         """Wait, without blocking the loop and cancellably, until the gate is open."""
         self.reached.set()

@@ -50,6 +50,14 @@ class ToolCallRecord(_Record):
     error_code: str | None = None
     error: str | None = None
     seconds: float | None = Field(default=None, description="How long the call took, when known.")
+    step: int | None = Field(
+        default=None,
+        ge=1,
+        exclude_if=lambda step: step is None,
+        description="Eval: which of the model's answers in the turn made the call (1 for its first): calls "
+        "of one step were made together, before any of their results came. Left out when unknown: a "
+        "server sees calls one at a time, so in its recording each call is a step of its own.",
+    )
 
 
 class TurnRecord(_Record):
@@ -68,6 +76,18 @@ class TurnRecord(_Record):
         ge=0,
         description="Eval: replies meant as tool calls that did not parse (they ended the turn).",
     )
+
+    @property
+    def steps(self) -> list[list[ToolCallRecord]]:
+        """The turn's calls by the model's answer (step) that made them, in order: a call whose step
+        is unknown (a server's recording sees calls one at a time) is a step of its own."""
+        steps: list[list[ToolCallRecord]] = []
+        for call in self.calls:
+            if steps and call.step is not None and steps[-1][-1].step == call.step:
+                steps[-1].append(call)
+            else:
+                steps.append([call])
+        return steps
 
 
 class VerifierRecord(_Record):

@@ -8,7 +8,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import commands, crash, deploy, fleet, harbor, load, overhead, sandboxes, startup
+from bench import (
+    batch_scoring,
+    commands,
+    crash,
+    deploy,
+    fleet,
+    harbor,
+    load,
+    overhead,
+    sandboxes,
+    startup,
+    trainers,
+)
 from bench.common import ROOT, Results
 from bench.report import machine, save, table
 
@@ -22,6 +34,8 @@ SECTIONS = {
     "sandboxes": sandboxes.run,
     "harbor": harbor.run,
     "fleet": fleet.run,
+    "trainers": trainers.run,
+    "batch": batch_scoring.run,
 }
 
 

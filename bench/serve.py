@@ -4,6 +4,7 @@
                                  [--record DIR]
     python -m bench.serve bare [--capacity N]
     python -m bench.serve harbor [--warm N] [--capacity N]   (bench/harbor_tasks: two Harbor tasks)
+    python -m bench.serve slow-tests [--capacity N]          (bench/slow_tests: test.sh takes 2 s)
 
 Both are served the same way (uvicorn on a loopback port of its own), so the two differ only by what
 agent_env adds; the bundle's server holds its connections to `ConnectionLimits`, as `agent-env
@@ -25,6 +26,7 @@ import uvicorn
 
 BUNDLE = Path(__file__).resolve().parent / "bundle"
 HARBOR_TASKS = Path(__file__).resolve().parent / "harbor_tasks"
+SLOW_TESTS = Path(__file__).resolve().parent / "slow_tests"
 _ORPHAN_POLL_S = 1.0
 
 
@@ -64,7 +66,7 @@ def bare_app(capacity: int) -> Any:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["bundle", "bare", "harbor"])
+    parser.add_argument("kind", choices=["bundle", "bare", "harbor", "slow-tests"])
     parser.add_argument("--sandbox", default="local")
     parser.add_argument("--capacity", type=int, default=512)
     parser.add_argument("--record", help="the bundle's server records every trajectory to this folder")
@@ -81,7 +83,7 @@ def main() -> None:
 
             sandbox = ContainerPerReset()
         app = build_app(
-            HARBOR_TASKS if args.kind == "harbor" else BUNDLE,
+            {"harbor": HARBOR_TASKS, "slow-tests": SLOW_TESTS}.get(args.kind, BUNDLE),
             sandbox=sandbox,
             max_concurrent_envs=args.capacity,
             record=args.record,

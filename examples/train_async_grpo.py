@@ -205,7 +205,8 @@ def trained_model_name(plan: Plan, version: int) -> str:
 
 def before_training(plan: Plan, env: AgentEnv) -> tuple[Any, Loop]:
     """The loop's steps before AsyncGRPO takes the vLLM server: the rows to train on (the tasks with
-    signal, with --select-by-pass-rate) and the held-out score before (with --eval-split)."""
+    signal, with --select-by-pass-rate or --select-by-score-std) and the held-out score before (with
+    --eval-split)."""
     from agent_env.eval import PlaySettings
 
     loop = Loop(

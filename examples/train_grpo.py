@@ -18,7 +18,9 @@ The whole loop, on a GPU (README: "On a GPU: the whole loop"; `whole_loop.py` ha
         --select-by-pass-rate 0.1 0.9 --samples 8 --eval-split eval
 
 samples each train task 8 times (temperature 1.0), trains only on the tasks solved in 10% to 90% of
-their samples, and scores the eval split, greedy, before and after. The model plays these
+their samples, and scores the eval split, greedy, before and after. For tasks with partial credit,
+`--select-by-score-std 0.01` keeps instead the tasks whose samples' scores differ at all (a pass rate
+sees only the samples that scored 1.0). The model plays these
 evaluations through `agent_env.eval.TransformersPolicy`: the very model and tokenizer GRPOTrainer
 trains (loaded here when `--model` is a name), prompted and parsed as GRPOTrainer does.
 """

@@ -1,7 +1,9 @@
 """The loop around GRPO that `train_grpo.py` and `train_async_grpo.py` both run when asked to:
 
-1. sample each task of the train split K times (temperature > 0): results.json with its pass rate;
-2. keep the tasks whose pass rate lies within [LOW, HIGH], whose GRPO groups differ in reward;
+1. sample each task of the train split K times (temperature > 0): results.json with its pass rate
+   and the spread of its scores;
+2. keep the tasks whose pass rate lies within [LOW, HIGH], or whose scores' spread is at least MIN
+   (partial credit included), or both: those whose GRPO groups differ in reward;
 3. (the script) train on them, with `GroupsWithSignal` where the rewards are in its process;
 4. score the held-out split, greedy, before and after training: a table of the two.
 
@@ -37,15 +39,21 @@ class LoopPlan:
     """Which of the loop's steps to run: none by default, so a script trains as it always did."""
 
     pass_rate: tuple[float, float] | None = None
+    score_std: float | None = None
     samples: int = DEFAULT_SAMPLES
     temperature: float = DEFAULT_TEMPERATURE
     eval_split: str | None = None
     out: Path = Path(DEFAULT_EVAL_OUT)
 
     @property
+    def selects(self) -> bool:
+        """Whether the train split is sampled first, to train only on the tasks with signal."""
+        return self.pass_rate is not None or self.score_std is not None
+
+    @property
     def evaluates(self) -> bool:
         """Whether any step plays the model outside training."""
-        return self.pass_rate is not None or self.eval_split is not None
+        return self.selects or self.eval_split is not None
 
 
 def add_loop_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,6 +65,14 @@ def add_loop_arguments(parser: argparse.ArgumentParser) -> None:
         metavar=("LOW", "HIGH"),
         help="sample the train split first and train only on the tasks whose pass rate lies within "
         "[LOW, HIGH], e.g. 0.1 0.9",
+    )
+    group.add_argument(
+        "--select-by-score-std",
+        type=float,
+        metavar="MIN",
+        help="sample the train split first and train only on the tasks whose samples' scores have a "
+        "population standard deviation of at least MIN, e.g. 0.01: those whose samples differ, partial "
+        "credit included (with --select-by-pass-rate too: both must hold)",
     )
     group.add_argument(
         "--samples", type=int, help=f"samples per train task for the pass rates (default: {DEFAULT_SAMPLES})"
@@ -78,11 +94,17 @@ def add_loop_arguments(parser: argparse.ArgumentParser) -> None:
 
 def loop_plan(parser: argparse.ArgumentParser, options: argparse.Namespace) -> LoopPlan:
     """The steps the flags ask for; flags that cannot work together are the parser's error (exit 2)."""
-    band = options.select_by_pass_rate
-    if band is None and (options.samples is not None or options.sample_temperature is not None):
-        parser.error("--samples and --sample-temperature set how --select-by-pass-rate samples: pass it too")
+    band, spread = options.select_by_pass_rate, options.select_by_score_std
+    sampling = options.samples is not None or options.sample_temperature is not None
+    if band is None and spread is None and sampling:
+        parser.error(
+            "--samples and --sample-temperature set how --select-by-pass-rate or --select-by-score-std "
+            "samples: pass one of them too"
+        )
     if band is not None and not 0.0 <= band[0] <= band[1] <= 1.0:
         parser.error(f"--select-by-pass-rate LOW HIGH needs 0 <= LOW <= HIGH <= 1, got {band[0]} {band[1]}")
+    if spread is not None and not 0.0 <= spread <= 1.0:
+        parser.error(f"--select-by-score-std MIN needs 0 <= MIN <= 1 (e.g. 0.01), got {spread}")
     samples = DEFAULT_SAMPLES if options.samples is None else options.samples
     if samples < 2:
         parser.error(f"--samples must be at least 2 (a pass rate of one sample is 0 or 1), got {samples}")
@@ -93,6 +115,7 @@ def loop_plan(parser: argparse.ArgumentParser, options: argparse.Namespace) -> L
         )
     return LoopPlan(
         pass_rate=None if band is None else (band[0], band[1]),
+        score_std=spread,
         samples=samples,
         temperature=temperature,
         eval_split=options.eval_split,
@@ -112,22 +135,28 @@ class Loop:
     scores: list[tuple[str, float | None]] = field(default_factory=list)
 
     def train_dataset(self, env: AgentEnv, policy_at: PolicyAt) -> Any:
-        """Steps 1 and 2: the rows of the tasks with signal, or every task of the split without a band."""
-        if self.plan.pass_rate is None:
+        """Steps 1 and 2: the rows of the tasks with signal, or every task of the split without bounds."""
+        plan = self.plan
+        if not plan.selects:
             return env.dataset
         from agent_env.eval import RESULTS_FILE
 
-        low, high = self.plan.pass_rate
-        policy = policy_at(self.plan.temperature)
-        sampled = self._evaluate(PASS_RATES, policy, env.split, self.plan.samples, self.model)
-        results = self.plan.out / PASS_RATES / RESULTS_FILE
+        policy = policy_at(plan.temperature)
+        sampled = self._evaluate(PASS_RATES, policy, env.split, plan.samples, self.model)
+        results = plan.out / PASS_RATES / RESULTS_FILE
+        spread = None if plan.score_std is None else (plan.score_std, None)
         try:
-            dataset = env.dataset_for(env.split, pass_rate=(low, high), results=results)
+            dataset = env.dataset_for(env.split, results=results, pass_rate=plan.pass_rate, score_std=spread)
         except ValueError as exc:  # none within the bounds, or results of other tasks: what to do
             raise SystemExit(f"{PASS_RATES}: {exc}") from None
+        wanted = []
+        if plan.pass_rate is not None:
+            wanted.append(f"a pass rate within [{plan.pass_rate[0]}, {plan.pass_rate[1]}]")
+        if plan.score_std is not None:
+            wanted.append(f"a score spread of at least {plan.score_std}")
         print(
-            f"kept {len(dataset)} of {len(sampled.tasks)} {env.split} tasks, those with a pass rate within "
-            f"[{low}, {high}] over {self.plan.samples} samples at temperature {self.plan.temperature} "
+            f"kept {len(dataset)} of {len(sampled.tasks)} {env.split} tasks, those with "
+            f"{' and '.join(wanted)} over {plan.samples} samples at temperature {plan.temperature} "
             f"({results})",
             flush=True,
         )

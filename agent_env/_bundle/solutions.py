@@ -12,7 +12,7 @@ from agent_env._bundle.checks import hint, turns
 from agent_env._bundle.folder import BundleFolder
 from agent_env._bundle.tasks import TASK_SUFFIXES
 from agent_env.errors import validation_problems
-from agent_env.specs import Solution
+from agent_env.specs import STEP_TAGS, Solution
 from agent_env.task import Task
 
 
@@ -59,7 +59,7 @@ def _solution(
         solution = Solution.model_validate(raw)
     except ValidationError as exc:
         label = f" (task '{raw['id']}')" if isinstance(raw, dict) and isinstance(raw.get("id"), str) else ""
-        for message in validation_problems(exc, noun="field"):
+        for message in validation_problems(exc, noun="field", tags=STEP_TAGS):
             folder.problem(f"{place}{label}", message)
         return None
     task = tasks.get(solution.id)
@@ -96,7 +96,7 @@ def _offered(folder: BundleFolder, where: str, solution: Solution, task: Task) -
     unknown = [
         (number, call.tool)
         for number, turn in enumerate(solution.turns, 1)
-        for call in turn.calls
+        for call in turn.all_calls
         if call.tool not in offered
     ]
     for number, name in unknown:

@@ -11,6 +11,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
+from agent_env._bundle.advice import reply_advice
 from agent_env._table import table
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.cli import eval as eval_command
@@ -165,6 +166,9 @@ def _check(args: argparse.Namespace) -> int:
     bundle = load_bundle(args.bundle)
     splits = ", ".join(f"{name} {len(tasks)}" for name, tasks in bundle.splits.items())
     print(f"{bundle.name}: ok: {len(bundle.envs)} envs, {len(bundle.agents)} agents, tasks: {splits}")
+    advice = reply_advice(task for split in bundle.splits for task in bundle.tasks(split))
+    if advice is not None:
+        print(f"note: {advice}")
     return 0
 
 

@@ -74,6 +74,10 @@ class ClientEpisode:
     reward: float | None = None
     ended: Ending | None = None
     """Why the episode cannot go on or be scored; None while it can."""
+    turn: int | None = None
+    """The open turn, as the server's last answer gave it."""
+    max_turns: int | None = None
+    """The most turns the episode may have, as the reset's answer gave it (None from an older server)."""
 
     @classmethod
     def reset(
@@ -93,7 +97,13 @@ class ClientEpisode:
             return None
         if answer.error is not None:
             self.ended = Ending(answer.error.code, answer.error.message)
+        self.turn, self.max_turns = answer.turn, answer.max_turns
         return answer
+
+    @property
+    def in_last_turn(self) -> bool:
+        """Whether the open turn is the last the episode may have: ending it ends the task."""
+        return self.turn is not None and self.max_turns is not None and self.turn >= self.max_turns
 
     def call_tool(self, name: str, arguments: dict[str, object]) -> AgentEnvObservation:
         """Call a tool within its deadline; the answer (an error in it is the call's, unless it `ended`
@@ -103,14 +113,22 @@ class ClientEpisode:
 
     def end_turn(self, reply: str) -> AgentEnvObservation:
         """End the open turn with `reply` (the last one runs the verifiers: the reset's deadline)."""
+        return self.received(self.send_end_turn(reply))
+
+    def send_end_turn(self, reply: str) -> Answer[AgentEnvObservation]:
+        """Send the end of the open turn and go on; `received` reads its answer when it is wanted."""
         deadline = self.deadlines.reset_timeout_s
-        return self.step(AgentEnvAction.end_turn(reply, timeout_s=deadline), deadline)
+        return self.session.step(AgentEnvAction.end_turn(reply, timeout_s=deadline), timeout_s=deadline)
 
     def step(self, action: AgentEnvAction, timeout_s: float) -> AgentEnvObservation:
-        """Send one step; its answer, read by the one rule. A refused message raises
-        `ServerRefusedError` (the episode goes on); a lost one `EpisodeLostError` (it ended)."""
+        """Send one step; its answer, read by `received`."""
+        return self.received(self.session.step(action, timeout_s=timeout_s))
+
+    def received(self, sent: Answer[AgentEnvObservation]) -> AgentEnvObservation:
+        """A step's answer, read by the one rule. A refused message raises `ServerRefusedError` (the
+        episode goes on); a lost one `EpisodeLostError` (it ended)."""
         try:
-            answer = self.session.step(action, timeout_s=timeout_s).result()
+            answer = sent.result()
         except ServerRefusedError:
             raise
         except Exception as lost:
@@ -121,4 +139,5 @@ class ClientEpisode:
                 self.ended = Ending(answer.error.code, answer.error.message)
         elif answer.done:
             self.done, self.reward = True, answer.reward
+        self.turn = answer.turn
         return answer

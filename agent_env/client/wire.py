@@ -98,6 +98,11 @@ class AgentEnvObservation(Observation):
         default=None,
         description="How many turns the task fixes; a simulated user may add more (up to its max_turns).",
     )
+    max_turns: int | None = Field(
+        default=None,
+        description="The most turns the episode may have: the task's fixed turns, or its simulated user's "
+        "max_turns. Ending turn `max_turns` ends the task. An older server leaves it out.",
+    )
     prompt: list[dict[str, str]] | None = Field(
         default=None,
         description="Chat messages: at reset the system prompt (if any) and the first turn; at an "

@@ -1,10 +1,12 @@
 """One sample: a task played over the wire by a policy, recorded as the client saw it.
 
 The conversation is carried as TRL carries it: the reset's prompt, then each answer and each tool
-call's result (a `tool` message with its `tool_call_id`). A turn ends when the model answers without
-a tool call (its text is the reply), calls `end_turn`, makes a call that does not parse (its text is
-the reply; counted as invalid), or reaches `max_tool_calls` (`DEFAULT_MAX_TOOL_CALLS` unless told);
-the next turn's prompt is the next user message. A policy that fails (past its retries, or raising
+call's result (a `tool` message with its `tool_call_id`). A turn's reply is what the model passes to
+`end_turn`, whose answer is the next turn's prompt: the one rule of eval and of both TRL trainers.
+The model's rollout is over when it answers without a tool call (TRL's tool loop stops there), makes
+a call that does not parse (TRL takes it for text; counted as invalid), or reaches `max_tool_calls`
+(`DEFAULT_MAX_TOOL_CALLS` unless told): the open turn and every later one end with an empty reply,
+as training ends them, and the sample is scored. A policy that fails (past its retries, or raising
 anything at all) makes the sample an error, `POLICY_ERROR`, which is never scored; `SESSION_LOST` is
 the server's session lost and nothing else.
 """
@@ -128,31 +130,43 @@ class _Game:
             by = "task" if number <= self.fixed_turns else "simulated user"
             turn = TurnRecord(turn=number, prompt=prompt, prompt_by=by)
             self.trajectory.turns.append(turn)
-            reply, ending_call = self._turn(turn, messages, tools)
-            turn.reply = reply
+            ending_call = self._turn(turn, messages, tools)
             if self.ended_by_call is not None:  # the task's time limit ran out during a call: scored
                 turn.reply = ""
                 self._scored(self.ended_by_call)
                 return
-            answer = self._answer(functools.partial(self._playing.end_turn, reply))
+            if ending_call is None:  # the model stopped without end_turn: its rollout is over
+                self._end_open_turns(turn)
+                return
+            turn.reply = _reply(ending_call)
+            answer = self._answer(functools.partial(self._playing.end_turn, turn.reply))
             prompt = next_prompt(answer)
-            # As in training: end_turn's answer is the next turn's prompt; a turn ended by text
-            # gets it as the next user message.
-            if ending_call is not None:
-                messages.append(_tool_message(ending_call, prompt))
-            elif not answer.done:
-                messages.append({"role": "user", "content": prompt})
+            messages.append(_tool_message(ending_call, prompt))  # as in training: the next turn's prompt
             if answer.done:
                 self._scored(answer)
                 return
 
+    def _end_open_turns(self, turn: TurnRecord) -> None:
+        """End the open turn and every later one with an empty reply, as training does when a rollout
+        ends without `end_turn` (TRL's tool loop stops at an answer without a tool call), then score."""
+        while True:
+            turn.reply = ""
+            answer = self._answer(functools.partial(self._playing.end_turn, ""))
+            if answer.done:
+                self._scored(answer)
+                return
+            by = "task" if turn.turn + 1 <= self.fixed_turns else "simulated user"
+            turn = TurnRecord(turn=turn.turn + 1, prompt=next_prompt(answer), prompt_by=by)
+            self.trajectory.turns.append(turn)
+
     def _turn(
         self, turn: TurnRecord, messages: list[Message], tools: list[dict[str, Any]]
-    ) -> tuple[str, ToolCall | None]:
-        """Play one turn to its end; the reply that ends it, and the `end_turn` call that did, if one
-        did (its answer, the next prompt, comes once the server has it)."""
-        last_text = ""
+    ) -> ToolCall | None:
+        """Play one turn to its end; the `end_turn` call that ended it (its answer, the next prompt,
+        comes once the server has it), or None when the model stopped without one."""
+        step = 0
         while True:
+            step += 1  # each answer of the model is a step of the turn: its calls were made together
             try:
                 answer: AssistantMessage = self.policy(messages, tools)
             except PolicyError as exc:
@@ -165,9 +179,8 @@ class _Game:
                     OutcomeRecord(kind="error", code=ErrorCode.POLICY_ERROR, reason=reason)
                 ) from None
             messages.append(answer.as_message())
-            last_text = answer.content or last_text
             if not answer.tool_calls:
-                return answer.content, None
+                return None
             ended, ending_call = False, None
             for call in answer.tool_calls:
                 if ended:
@@ -177,19 +190,18 @@ class _Game:
                     messages.append(_tool_message(call, "error: the call did not parse: it ended the turn"))
                     ended = True
                 elif call.name == END_TURN:
-                    reply = call.arguments.get("reply", "") if call.arguments else ""
-                    last_text, ended, ending_call = str(reply), True, call
+                    ended, ending_call = True, call
                 else:
-                    messages.append(_tool_message(call, self._call(turn, call)))
+                    messages.append(_tool_message(call, self._call(turn, call, step)))
                     limit = self.settings.max_tool_calls
                     ended = self.ended_by_call is not None or (limit is not None and len(turn.calls) >= limit)
             if ended:
-                return last_text, ending_call
+                return ending_call
 
-    def _call(self, turn: TurnRecord, call: ToolCall) -> str:
-        """Run one tool call on the server; what the model is told."""
+    def _call(self, turn: TurnRecord, call: ToolCall, step: int) -> str:
+        """Run one tool call of the turn's `step` on the server; what the model is told."""
         assert call.arguments is not None
-        record = ToolCallRecord(tool=call.name, arguments=call.arguments)
+        record = ToolCallRecord(tool=call.name, arguments=call.arguments, step=step)
         turn.calls.append(record)
         started = time.monotonic()
         answer = self._answer(functools.partial(self._playing.call_tool, call.name, call.arguments))
@@ -234,6 +246,11 @@ class _Game:
 
 def _tool_message(call: ToolCall, content: str) -> Message:
     return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}
+
+
+def _reply(call: ToolCall) -> str:
+    """The reply an `end_turn` call gives: its `reply` argument, as text."""
+    return str((call.arguments or {}).get("reply", ""))
 
 
 def _last_user(messages: list[Message]) -> str:

@@ -1,14 +1,19 @@
 """What an evaluation found: per task and in total, as the table shows it and results.json holds it.
 
 A sample passes when its score is 1.0. Samples that are errors (the model's endpoint failed) are
-counted apart and left out of the means, the pass rate and pass@k, which are over the samples that
-were played. results.json carries the server's `tasks_fingerprint`, so that what it says can be
-matched to the tasks it measured (the trainer's `tasks_with_signal`). Reading it loads no
-part of the engine or the server: the trainer's side reads it.
+counted apart and left out of the means, the spread, the pass rate and pass@k, which are over the
+samples that were played. A task's spread is the population standard deviation of the scores its
+mean is of: what tells a task whose samples differ (GRPO's groups carry signal) from one whose
+samples all score alike, partial credit included, where a pass rate sees only the 1.0s.
+
+results.json carries the server's `tasks_fingerprint`, so that what it says can be matched to the
+tasks it measured (the trainer's `tasks_with_signal`). Reading it loads no part of the engine or the
+server: the trainer's side reads it.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +29,8 @@ PASS_SCORE = 1.0
 
 
 class TaskResult(BaseModel):
-    """One task's samples: how many, how many passed, were errors or failed on the server, the scores."""
+    """One task's samples: how many, how many passed, were errors or failed on the server; their scores'
+    mean and spread."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -37,12 +43,24 @@ class TaskResult(BaseModel):
     errors: int = Field(description="Samples the model's endpoint failed, past its retries: never scored.")
     failed: int = Field(description="Samples whose episode failed on the server (unscored).")
     mean_score: float | None = Field(description="Over the samples played (errors left out); failed count 0.")
+    score_std: float | None = Field(
+        default=None,
+        description="The population standard deviation of the scores `mean_score` is of (0.0 for one "
+        "sample, or when all score alike); None when no sample was played, or in results written before "
+        "it was recorded. What `tasks_with_signal(score_std=...)` selects by.",
+    )
+    min_score: float | None = Field(
+        default=None, description="The lowest of those scores; None as for score_std."
+    )
+    max_score: float | None = Field(
+        default=None, description="The highest of those scores; None as for score_std."
+    )
     pass_at_1: float | None
     pass_at_k: float | None = Field(description="k = the samples played (errors left out).")
 
     @computed_field(  # type: ignore[prop-decorator]
         description="The share of the samples played (errors left out) that passed; None when every "
-        "sample was an error. What `tasks_with_signal` selects by."
+        "sample was an error. What `tasks_with_signal(pass_rate=...)` selects by."
     )
     @property
     def pass_rate(self) -> float | None:
@@ -92,13 +110,26 @@ class EvalResult(BaseModel):
 
     def table(self) -> str:
         """One row per task, then the totals."""
-        header = ("index", "id", "samples", "mean", "pass@1", "pass@k", "errors", "failed")
+        header = (
+            "index",
+            "id",
+            "samples",
+            "mean",
+            "std",
+            "min",
+            "max",
+            "pass@1",
+            "pass@k",
+            "errors",
+            "failed",
+        )
         rows: list[Sequence[object]] = [
-            (t.index, t.id, t.samples, t.mean_score, t.pass_at_1, t.pass_at_k, t.errors, t.failed)
+            (t.index, t.id, t.samples, t.mean_score, t.score_std, t.min_score, t.max_score, *_rates(t))
             for t in self.tasks
         ]
-        totals = (self.samples, self.mean_score, self.pass_at_1, self.pass_at_k, self.errors, self.failed)
-        rows.append(("all", f"{len(self.tasks)} tasks", *totals))
+        # std, min and max are each task's own: across tasks they would select nothing
+        totals = (self.samples, self.mean_score, None, None, None, self.pass_at_1, self.pass_at_k)
+        rows.append(("all", f"{len(self.tasks)} tasks", *totals, self.errors, self.failed))
         return table(header, rows)
 
 
@@ -119,6 +150,9 @@ def task_result(trajectories: Sequence[Trajectory]) -> TaskResult:
         errors=len(trajectories) - n,
         failed=sum(1 for t in played if t.outcome.kind != "scored"),
         mean_score=sum(scores) / n if n else None,
+        score_std=statistics.pstdev(scores) if n else None,
+        min_score=min(scores) if n else None,
+        max_score=max(scores) if n else None,
         pass_at_1=pass_at_k(n, passed, 1) if n else None,
         pass_at_k=pass_at_k(n, passed, n) if n else None,
     )
@@ -155,6 +189,10 @@ def eval_result(
         pass_at_k=_mean([t.pass_at_k for t in rated]),
         trajectories=list(trajectories),
     )
+
+
+def _rates(task: TaskResult) -> tuple[float | None, float | None, int, int]:
+    return task.pass_at_1, task.pass_at_k, task.errors, task.failed
 
 
 def _mean(values: Sequence[float | None]) -> float | None:

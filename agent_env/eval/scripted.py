@@ -1,9 +1,10 @@
-"""A policy that plays a script: a task's reference play (`Solution`), turn by turn, over the wire.
+"""A policy that plays a script: a task's reference play (`Solution`), step by step, over the wire.
 
-In each turn it first answers with all of the turn's tool calls (a script writes them before it sees
-any result, as a model does that calls several tools in one answer), then, once their results are
-in, ends the turn with `end_turn` and the turn's reply. What the tools answer is the server's:
-`play_sample` plays a script as it plays any policy.
+Each step of a turn is one answer: its calls, made together (a step of one call is the common case,
+a call that needs the previous one's result); the next step is answered once the results are in, in
+the conversation the policy is handed, as a model sees them. Once the turn's steps are played, it
+ends the turn with `end_turn` and the turn's reply, an answer of its own. What the tools answer is
+the server's: `play_sample` plays a script as it plays any policy.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from agent_env.specs import Solution
 
 
 class ScriptedPolicy:
-    """Answers as `script` says: per turn, its calls in one answer, then `end_turn` with its reply.
+    """Answers as `script` says: per turn, each step's calls in an answer of their own, then
+    `end_turn` with the turn's reply.
 
     One instance plays one sample (it keeps its place in the script); make one per play.
     """
@@ -39,11 +41,9 @@ class ScriptedPolicy:
 def _answers(script: Solution) -> list[AssistantMessage]:
     answers = []
     for turn_number, turn in enumerate(script.turns, start=1):
-        if turn.calls:
-            calls = tuple(
-                ToolCall(f"call_{turn_number}_{n}", c.tool, json.dumps(c.arguments), dict(c.arguments))
-                for n, c in enumerate(turn.calls, start=1)
-            )
+        ids = (f"call_{turn_number}_{n}" for n in range(1, len(turn.all_calls) + 1))
+        for step in turn.steps:
+            calls = tuple(ToolCall(next(ids), c.tool, json.dumps(c.arguments), c.arguments) for c in step)
             answers.append(AssistantMessage(tool_calls=calls))
         reply = json.dumps({"reply": turn.reply})
         ending = ToolCall(f"call_{turn_number}_end", END_TURN, reply, {"reply": turn.reply})

@@ -290,7 +290,16 @@ class _Connection:
     """One admitted connection: its client's count, the clock its next request runs against, and the
     one its answers run against once the client's socket stops taking them."""
 
-    __slots__ = ("_guard", "_request_timer", "_send_timer", "_transport", "client", "gone")
+    __slots__ = (
+        "_guard",
+        "_request_timer",
+        "_send_timer",
+        "_served",
+        "_started",
+        "_transport",
+        "client",
+        "gone",
+    )
 
     def __init__(self, guard: ConnectionGuard, transport: asyncio.Transport, client: str) -> None:
         self._guard = guard
@@ -299,19 +308,29 @@ class _Connection:
         self.gone = False
         self._request_timer: asyncio.TimerHandle | None = None
         self._send_timer: asyncio.TimerHandle | None = None
+        self._served = False
+        """Whether a request of this connection arrived whole: one that then sends nothing more is a
+        client's idle keep-alive connection, not a slow request."""
+        self._started = False
+        """Whether a byte of the awaited request has arrived."""
         self.expect_request()
 
     def expect_request(self) -> None:
         """Start the clock for the next request to arrive whole."""
         if self.gone:
             return
+        self._started = False
         if self._request_timer is not None:
             self._request_timer.cancel()
         self._request_timer = asyncio.get_running_loop().call_later(
             self._guard.limits.request_timeout_s, self._request_late
         )
 
+    def bytes_arrived(self) -> None:
+        self._started = True
+
     def request_arrived(self) -> None:
+        self._served = True
         if self._request_timer is not None:
             self._request_timer.cancel()
             self._request_timer = None
@@ -349,6 +368,9 @@ class _Connection:
 
     def _request_late(self) -> None:
         self._request_timer = None
+        if self._served and not self._started:  # a client's keep-alive connection, idle: closed quietly
+            self._transport.close()
+            return
         seconds = self._guard.limits.request_timeout_s
         self._guard.floods.happened(
             "connections closed with a request unfinished",
@@ -391,6 +413,8 @@ class _GuardedHttp(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._inner is None:
             return
+        assert self._connection is not None  # admitted, as its protocol was made
+        self._connection.bytes_arrived()
         entered = _CONNECTION.set(self._connection)
         try:
             self._inner.data_received(data)

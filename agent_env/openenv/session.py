@@ -324,6 +324,7 @@ class EpisodeSession:
             index=task.index,
             turn=episode.open_turn,
             turns=len(task.turns),
+            max_turns=task.max_turns,
             **fields,
         )
 

@@ -77,6 +77,11 @@ def _call(tool: str, **arguments: Any) -> dict[str, Any]:
     return {"tool": tool, "arguments": arguments}
 
 
+def _together(calls: list[dict[str, Any]]) -> list[Any]:
+    """Independent calls as one step, made together in one answer (a lone call is a step alone)."""
+    return [calls] if len(calls) > 1 else calls
+
+
 def _boxes(rng: random.Random, pool: list[str], count: int) -> list[dict[str, Any]]:
     return [{"box": label, "shelf": rng.choice(SHELVES)} for label in rng.sample(pool, count)]
 
@@ -130,7 +135,7 @@ def store_two(rng: random.Random, pool: list[str], n: int) -> Made:
     task = _task(
         "store-two", n, text.format(box=first["box"], other=second["box"], shelf=shelf), seed, [*seed, *new]
     )
-    return task, [{"calls": [_call("store", **box) for box in new], "reply": ""}], text
+    return task, [{"calls": _together([_call("store", **box) for box in new]), "reply": ""}], text
 
 
 KINDS_OF_TASK: tuple[tuple[Callable[[random.Random, list[str], int], Made], int], ...] = (

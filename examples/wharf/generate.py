@@ -42,6 +42,11 @@ def _call(tool: str, **arguments: Any) -> dict[str, Any]:
     return {"tool": tool, "arguments": arguments}
 
 
+def _together(calls: list[dict[str, Any]]) -> list[Any]:
+    """Independent calls as one step, made together in one answer (a lone call is a step alone)."""
+    return [calls] if len(calls) > 1 else calls
+
+
 def _items(env: str, expected: list[dict[str, Any]]) -> dict[str, Any]:
     return {"type": "items", "env": env, "expected": sorted(expected, key=json.dumps)}
 
@@ -140,7 +145,9 @@ def clear_bay(rng: random.Random, n: int) -> Made:
         "seed": {"dock": {"crates": seed}},
         "verifiers": [_items("dock", [c for c in seed if c["bay"] != bay])],
     }
-    return task, [{"calls": [_call("remove_crate", crate=c["crate"]) for c in gone], "reply": "Bay cleared."}]
+    return task, [
+        {"calls": _together([_call("remove_crate", crate=c["crate"]) for c in gone]), "reply": "Bay cleared."}
+    ]
 
 
 def spread_out(rng: random.Random, n: int) -> Made:
@@ -158,7 +165,7 @@ def spread_out(rng: random.Random, n: int) -> Made:
         _call("move_crate", crate=seed[0]["crate"], to_bay=free[0]),
         _call("move_crate", crate=seed[1]["crate"], to_bay=free[1]),
     ]
-    return task, [{"calls": calls, "reply": "Spread out."}]
+    return task, [{"calls": _together(calls), "reply": "Spread out."}]
 
 
 def restock(rng: random.Random, n: int) -> Made:
@@ -189,7 +196,10 @@ def cook_meal(rng: random.Random, n: int) -> Made:
         "verifiers": [_items("pantry", [{"item": k, "quantity": v} for k, v in after.items() if v > 0])],
     }
     return task, [
-        {"calls": [_call("use_item", item=f, quantity=q) for f, q in used.items()], "reply": "Cooking."}
+        {
+            "calls": _together([_call("use_item", item=f, quantity=q) for f, q in used.items()]),
+            "reply": "Cooking.",
+        }
     ]
 
 
@@ -216,7 +226,7 @@ def unload_to_pantry(rng: random.Random, n: int) -> Made:
         _call("add_crate", crate=label, bay=6, kind="dry"),
         _call("add_item", item=food, quantity=amount),
     ]
-    return task, [{"calls": calls, "reply": "Unloaded."}]
+    return task, [{"calls": _together(calls), "reply": "Unloaded."}]
 
 
 def manifest_total(rng: random.Random, n: int) -> Made:

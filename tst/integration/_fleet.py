@@ -26,7 +26,7 @@ def play_store(environment: Any) -> tuple[float | None, int]:
     calls failed."""
     failed = 0
     for turn in reference_play(STORE_TASK_ID).turns:
-        for call in [*((c.tool, c.arguments) for c in turn.calls), ("end_turn", {"reply": turn.reply})]:
+        for call in [*((c.tool, c.arguments) for c in turn.all_calls), ("end_turn", {"reply": turn.reply})]:
             try:
                 getattr(environment, call[0])(**call[1])
             except ToolCallError:

@@ -76,7 +76,7 @@ def session_over_websocket(url: str, opened: contextlib.ExitStack) -> str | None
 def play(environment: Any, task_id: str) -> float | None:
     """Play the task's reference play through the environment's tools, as a model would; its reward."""
     for turn in reference_play(task_id).turns:
-        for call in turn.calls:
+        for call in turn.all_calls:
             getattr(environment, call.tool)(**call.arguments)
         environment.end_turn(reply=turn.reply)
     reward: float | None = environment.get_reward()

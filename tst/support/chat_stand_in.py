@@ -2,8 +2,9 @@
 
 Each conversation is one sample of a task, told apart by its first user message (a task of `split`
 first, else of another split); the n-th conversation of a task plays `plays[task_id][n]`: "solve"
-(the bundle's reference play: its calls, an `end_turn` for every turn but the last, whose reply is
-plain text), "text" (a reply with no tool call), "malformed" (a call whose arguments are not
+(the bundle's reference play: its calls, then an `end_turn` with the turn's reply), "solve-in-text"
+(the same, but the last turn's reply is plain text, not `end_turn`'s), "text" (a reply with no tool
+call), "malformed" (a call whose arguments are not
 JSON), or "unknown" (a call of a tool no task has, `UNKNOWN_TOOL`, at every answer); every request
 for a task in `down` is answered 500, and every request for a task in `broken` is answered as its
 value says (`BROKEN`: a 200 whose body trickles, is not JSON, is garbage, is not a chat completion,
@@ -151,12 +152,12 @@ class ChatStandIn:
         since = messages[opened[-1] :]
         made = sum(len(m.get("tool_calls") or []) for m in since if m["role"] == "assistant")
         scripted = script.turns[turn - 1]
-        if made < len(scripted.calls):
-            call = scripted.calls[made]
+        if made < len(scripted.all_calls):
+            call = scripted.all_calls[made]
             return _calling(call_id, call.tool, json.dumps(call.arguments))
-        if turn < len(script.turns):
-            return _calling(call_id, "end_turn", json.dumps({"reply": scripted.reply}))
-        return {"role": "assistant", "content": scripted.reply}
+        if turn == len(script.turns) and play == "solve-in-text":
+            return {"role": "assistant", "content": scripted.reply}
+        return _calling(call_id, "end_turn", json.dumps({"reply": scripted.reply}))
 
 
 def _calling(call_id: str, name: str, arguments: str, *, content: str | None = None) -> dict[str, Any]:

@@ -60,7 +60,7 @@ def play_reference(client: Any, task_id: str) -> list[Any]:
 
     answers = []
     for turn in reference_play(task_id).turns:
-        for call in turn.calls:
+        for call in turn.all_calls:
             answers.append(client.step(AgentEnvAction.call_tool(call.tool, call.arguments).wire()))
         answers.append(client.step(AgentEnvAction.end_turn(turn.reply).wire()))
     return answers

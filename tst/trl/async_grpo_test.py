@@ -21,25 +21,20 @@ import math
 import multiprocessing
 import multiprocessing.resource_tracker
 import os
-import queue
 import re
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
-from accelerate.state import PartialState
 from starlette.applications import Starlette
 
 for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TRL_EXPERIMENTAL_SILENCE"):
     os.environ[variable] = "1"
 
-from trl.experimental.async_grpo import async_rollout_worker  # noqa: E402
 
 from agent_env import load_bundle  # noqa: E402
 from agent_env.contexts import VerifierContext  # noqa: E402
@@ -52,16 +47,12 @@ from examples.train_grpo import WHARF, tiny_model_and_tokenizer  # noqa: E402
 from tst.support.chat_stand_in import ChatStandIn  # noqa: E402
 from tst.support.tools import add_crate, list_crates  # noqa: E402
 from tst.support.waiting import child_processes, until  # noqa: E402
+from tst.trl._async_worker import COLLECT_S, GENERATIONS, collect_groups, rollout_worker, stop  # noqa: E402
 from tst.trl._vllm_stand_in import StandInVLLM  # noqa: E402
 
-GENERATIONS = 2
-"""Rollouts per group, so each task is played twice per pass over the dataset."""
-IN_FLIGHT = 6
-"""The worker's rollout slots: the first pass over the three tasks starts all at once."""
 HELD_TOGETHER = 4
 """The stand-in holds the first generations until this many are in and as many episodes are live."""
 TOOL_DEADLINE_S = 2.0
-COLLECT_S = 120.0
 TEARDOWN_S = 30.0
 SCORING_BAY = 2
 
@@ -191,72 +182,6 @@ def no_process_left() -> Iterator[None]:
     yield
     assert until(lambda: child_processes() <= before, 10), f"processes left: {child_processes() - before}"
     assert multiprocessing.active_children() == []
-
-
-def rollout_worker(env: AgentEnv, tokenizer: Any, vllm_url: str, dataset: Any = None) -> Any:
-    """TRL's worker, with the arguments AsyncGRPOTrainer gives it, generating from `vllm_url`, on
-    `dataset` (default: `env.dataset`).
-
-    The trainer's process has made its `Accelerator` by then, which the worker's logging needs.
-    """
-    PartialState()
-    with mock.patch.object(async_rollout_worker, "is_vllm_available", return_value=True):
-        return async_rollout_worker.AsyncRolloutWorker(
-            model_name="tiny-qwen3",
-            dataset=env.dataset if dataset is None else dataset,
-            reward_funcs=[],
-            processing_class=tokenizer,
-            eos_token_ids=[tokenizer.eos_token_id],
-            environment_factory=env.factory,
-            num_generations=GENERATIONS,
-            max_inflight_tasks=IN_FLIGHT,
-            vllm_server_url=vllm_url,
-            max_tokens=96,
-            request_timeout=60,
-            max_tool_calling_iterations=4,
-            child_ready_timeout=180,
-        )
-
-
-def collect_groups(worker: Any, groups: set[int]) -> dict[int, list[Any]]:
-    """The scored samples of `groups`, as the trainer reads them from the worker's queue."""
-    samples: dict[int, list[Any]] = {}
-    deadline = time.monotonic() + COLLECT_S
-
-    def complete() -> bool:
-        return all(len(samples.get(group, [])) >= GENERATIONS for group in groups)
-
-    while not complete():
-        remaining = deadline - time.monotonic()
-        assert remaining > 0, f"the worker scored only {samples} within {COLLECT_S} s"
-        try:
-            sample = worker.rollout_buffer.get(timeout=min(remaining, 5))
-        except queue.Empty:
-            worker.check_health(stale_after_s=COLLECT_S)
-            continue
-        samples.setdefault(sample.group_id, []).append(sample)
-    return samples
-
-
-def stop(worker: Any) -> None:
-    """Stop the worker as AsyncGRPOTrainer does, reading its queue meanwhile as the trainer would have,
-    so the rollout process can flush what it queued and exit by itself."""
-    stopped = threading.Event()
-
-    def drain() -> None:
-        while not stopped.is_set():
-            try:
-                worker.rollout_buffer.get(timeout=0.1)
-            except queue.Empty:
-                continue
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        worker.stop()
-    finally:
-        stopped.set()
-        reader.join()
 
 
 def scored_as(reward: float, score: float | None) -> bool:

@@ -64,7 +64,7 @@ def test_sft_trainer_tokenizes_the_demonstrations_and_trains_a_step_on_the_cpu(
     assert done.global_step == 1
 
 
-def test_sft_trainer_trains_a_step_on_rows_made_from_the_servers_recorded_successes(
+def test_sft_trainer_trains_a_step_on_rows_made_from_the_servers_recorded_successes_a_step_per_call(
     demonstrations, recorded, tmp_path
 ) -> None:
     with AgentEnv.local(WHARF) as env:
@@ -72,10 +72,31 @@ def test_sft_trainer_trains_a_step_on_rows_made_from_the_servers_recorded_succes
 
     trainer, done = one_step(successes, tmp_path)
 
+    # A server sees calls one at a time: a step of several calls is a step per call in its recording.
     by_id = sorted(demonstrations.to_list(), key=lambda row: row["id"])
-    assert sorted(successes.to_list(), key=lambda row: row["id"]) == by_id
+    expected = [{**row, "messages": a_step_per_call(row["messages"])} for row in by_id]
+    assert sorted(successes.to_list(), key=lambda row: row["id"]) == expected
+    assert expected != by_id, "the wharf has a step of several calls"
     assert len(trainer.train_dataset) == len(successes)
     assert done.global_step == 1
+
+
+def a_step_per_call(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` with each assistant message of several calls made a message per call, each
+    followed by its result."""
+    split: list[dict[str, Any]] = []
+    at = 0
+    while at < len(messages):
+        message, calls = messages[at], messages[at].get("tool_calls") or []
+        if message["role"] == "assistant" and len(calls) > 1:
+            results = messages[at + 1 : at + 1 + len(calls)]
+            for call, result in zip(calls, results, strict=True):
+                split += [{**message, "tool_calls": [call]}, result]
+            at += 1 + len(calls)
+        else:
+            split.append(message)
+            at += 1
+    return split
 
 
 def test_a_rendered_demonstration_holds_its_tool_calls_real_arguments_and_the_servers_results(

@@ -74,7 +74,7 @@ class PlaysTheSolutions:
                     completion
                     for turn in script.turns
                     for completion in [
-                        *(_call(call.tool, call.arguments) for call in turn.calls),
+                        *(_call(call.tool, call.arguments) for call in turn.all_calls),
                         _call("end_turn", {"reply": turn.reply}),
                     ]
                 ]

@@ -514,6 +514,33 @@ def test_a_solution_of_the_wrong_shape_is_named_by_its_field(tmp_path):
     ]
 
 
+def test_a_solutions_step_of_the_wrong_shape_is_reported_at_load_saying_how_to_write_steps(tmp_path):
+    empty_step = {
+        "id": "t1",
+        "turns": [{"calls": [{"tool": "put_book", "arguments": {"title": "Dune"}}, []]}],
+    }
+
+    problems = problems_of(make_bundle(tmp_path / "b", files=solutions_file(empty_step)))
+
+    assert problems == [
+        "solutions/train.jsonl:1 (task 't1'): field 'turns.0.calls': step 2 is an empty list: remove it, or "
+        'list in it the calls the agent makes together (got [{"tool": "put_book", "arguments": {"title": '
+        '"Dune"}}, []])'
+    ]
+
+
+def test_a_tool_called_within_a_step_of_several_calls_is_checked_against_the_tools_the_task_offers(tmp_path):
+    together = {"id": "t1", "turns": [{"calls": [[{"tool": "put_book"}, {"tool": "put_bok"}]]}]}
+
+    problems = problems_of(make_bundle(tmp_path / "b", files=solutions_file(together)))
+
+    assert len(problems) == 1
+    assert problems[0].startswith(
+        "solutions/train.jsonl:1 (task 't1'): turn 1 calls tool 'put_bok', which the task does not offer; "
+        "did you mean 'put_book'?"
+    )
+
+
 def test_a_second_solution_of_a_task_and_a_solutions_file_of_no_split_are_reported(tmp_path):
     files = {**solutions_file(SHELVE_DUNE, SHELVE_DUNE), "solutions/trian.jsonl": json.dumps(SHELVE_DUNE)}
 

@@ -85,6 +85,31 @@ def test_play_records_tool_errors_in_the_transcript_and_keeps_going():
     )
 
 
+def test_play_makes_the_calls_of_a_step_of_several_in_order_with_the_steps_around_it():
+    episode = FakeTask("weigh", tools=[weigh], turns=("Weigh C12.",), score=weighed).new_episode()
+    turn = ScriptedTurn.model_validate(
+        {
+            "calls": [
+                {"tool": "weigh", "arguments": {"crate": "C11"}},
+                [
+                    {"tool": "weigh", "arguments": {"crate": "C12"}},
+                    {"tool": "weigh", "arguments": {"crate": "C13"}},
+                ],
+            ],
+            "reply": "Weighed.",
+        }
+    )
+
+    result = asyncio.run(replay(episode, [turn]))
+
+    assert (result.score, result.tool_calls) == (1.0, 3)
+    assert result.transcript[1:4] == [
+        'weigh({"crate": "C11"}) -> C11: 40 kg',
+        'weigh({"crate": "C12"}) -> C12: 40 kg',
+        'weigh({"crate": "C13"}) -> C13: 40 kg',
+    ]
+
+
 def test_play_returns_the_error_when_deploy_fails_and_still_tears_down():
     episode = FakeTask("stuck", deploy_error=RuntimeError("no berth free")).new_episode()
 

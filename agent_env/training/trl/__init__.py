@@ -1,8 +1,8 @@
 """TRL's side of a served bundle: `AgentEnv(url).dataset` and `.factory` for GRPOTrainer and AsyncGRPO,
 and `.demonstrations()` (or `.demonstrations_from(trajectories)`, recorded successes) for SFTTrainer;
-`tasks_with_signal` (and `dataset_for(..., pass_rate=...)`) for the tasks an evaluation found worth
+`tasks_with_signal` (and `dataset_for(..., score_std=...)`) for the tasks an evaluation found worth
 training on; `GroupsWithSignal`, a TrainerCallback that logs the share of GRPO's groups whose rewards
-differ.
+differ; `score_batch`, a reward function with which GRPOTrainer scores a batch's episodes at once.
 
 Behind the `trl` extra (`pip install 'agentenv-framework[trl]'`); TRL itself is the trainer's to pin
 and is never imported here. Importing this package imports OpenEnv's client (a second or two: without
@@ -32,6 +32,7 @@ from agent_env.training.trl.agentenv import (  # noqa: E402
     AgentEnv,
     Factory,
 )
+from agent_env.training.trl.batch import score_batch  # noqa: E402
 from agent_env.training.trl.classes import ToolsetEnvironment, ToolsetSettings  # noqa: E402
 from agent_env.training.trl.errors import (  # noqa: E402
     DemonstrationError,
@@ -69,6 +70,7 @@ __all__ = [
     "UnknownSplitError",
     "Unmeasured",
     "UnsupportedToolError",
+    "score_batch",
     "tasks_with_signal",
 ]
 

@@ -52,7 +52,7 @@ from agent_env.training.trl.errors import (
     UnknownSplitError,
 )
 from agent_env.training.trl.fleet import FleetSettings, fleet_of, task_apis
-from agent_env.training.trl.selection import Unmeasured, no_task_within, tasks_with_signal
+from agent_env.training.trl.selection import Bounds, Unmeasured, criteria, no_task_within, tasks_with_signal
 from agent_env.training.trl.successes import (
     FOREIGN_CHOICES,
     Foreign,
@@ -235,30 +235,44 @@ class AgentEnv:
         self,
         split: str,
         *,
-        pass_rate: tuple[float, float] | None = None,
         results: EvalResult | str | Path | None = None,
+        score_std: Bounds | None = None,
+        mean_score: Bounds | None = None,
+        pass_rate: Bounds | None = None,
         unmeasured: Unmeasured = "error",
     ) -> Dataset:
         """The rows of a split (an eval split, say), for the same factory.
 
-        With `pass_rate=(low, high)` and `results` (`agent-env eval --split SPLIT -n K`'s results.json,
-        or an `EvalResult`), only the tasks whose measured pass rate lies within the bounds, both
-        included: the tasks with signal (`tasks_with_signal`, which says how results of another bundle
-        or split, and tasks without a pass rate, are refused or, by `unmeasured`, kept or dropped).
-        None within the bounds is a ValueError that says how many fell below and above.
+        With `results` (`agent-env eval --split SPLIT -n K`'s results.json, or an `EvalResult`), only
+        the tasks whose measures lie within the bounds asked, each (low, high), both included, None for
+        no bound: `score_std=(0.01, None)` keeps the tasks whose samples differ in score (GRPO's groups
+        of them carry signal, partial credit included), `mean_score=(low, high)` and
+        `pass_rate=(low, high)` (the share of samples scored 1.0) those within them; several bounds
+        must all hold. These are `tasks_with_signal`'s, which says how results of another bundle or
+        split, and tasks without a measure, are refused or, by `unmeasured`, kept or dropped. None
+        within the bounds is a ValueError that says how many fell below and above.
         """
         from datasets import Dataset
 
         tasks = self._split_tasks(split)
-        if (pass_rate is None) != (results is None):
+        asked = criteria(score_std=score_std, mean_score=mean_score, pass_rate=pass_rate)
+        if bool(asked) != (results is not None):
+            named = " and ".join(criterion.measure for criterion in asked) or "results"
             raise ArgumentError(
-                "pass_rate and results go together: pass both (results=the results.json of "
-                f"`agent-env eval --split {split} -n K`), or neither for every task of the split"
+                f"{named} and bounds to select by go together: pass results=the results.json of "
+                f"`agent-env eval --split {split} -n K` with score_std=(0.01, None) (the tasks whose samples "
+                "differ in score), mean_score=(low, high) or pass_rate=(low, high); or none of them for "
+                "every task of the split"
+                if results is not None
+                else f"{named} needs results=: the results.json of `agent-env eval --split {split} -n K` "
+                "that measured it; or leave it out for every task of the split"
             )
-        if pass_rate is not None and results is not None:
+        if asked and results is not None:
             chosen = set(
                 tasks_with_signal(
                     results,
+                    score_std=score_std,
+                    mean_score=mean_score,
                     pass_rate=pass_rate,
                     tasks=tasks,
                     tasks_fingerprint=self._api.fingerprint,
@@ -266,7 +280,7 @@ class AgentEnv:
                 )
             )
             if not chosen:
-                raise ArgumentError(no_task_within(split, pass_rate, results))
+                raise ArgumentError(no_task_within(split, asked, results))
             tasks = [task for task in tasks if task.index in chosen]
         toolsets = self._toolsets()
         if stray := sorted({task.toolset.name for task in tasks} - set(toolsets)):

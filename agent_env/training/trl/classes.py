@@ -85,9 +85,13 @@ class ToolsetEnvironment(ToolMethods, metaclass=_EnvironmentClass):
 
     def get_reward(self) -> float | None:
         """The episode's score from the task's verifiers; None when it could not be scored."""
-        reward = self._rollouts.reward()
+        reward = self._score()
         handed(reward)
         return reward
+
+    def _score(self) -> float | None:
+        """End the episode's open turns and wait for its score: `score_batch` runs these side by side."""
+        return self._rollouts.reward()
 
     def _detach(self) -> SessionClient | None:
         return self._rollouts.detach()

@@ -1,14 +1,18 @@
 """Demonstrations: a split's reference plays, played on the server, as a dataset for TRL's SFTTrainer.
 
-A row is the conversation a GRPO rollout through the factory is to TRL: the reset's prompt; then, per
-turn, an assistant message with the turn's tool calls (TRL's shape: `arguments` an object, no ids),
-a `tool` message per call with what the server answered (a failed call's error worded as TRL words
-a tool's exception), and an `end_turn` call with the turn's reply, answered by the next turn's
-prompt or, after the last turn, by `TASK_OVER`; then an empty assistant message, where the model
-stops. The plays run over the wire, by eval's player with a `ScriptedPolicy`, so every result is
-the server's, never the script's; a play that no longer scores its `expected_score` is left out
-and reported. Recorded successes (`successes.py`) become rows by the same builder,
-`dataset_of_plays`.
+A row is, message for message, the conversation TRL's tool loop builds for a GRPO rollout through
+the factory that plays the same: the reset's prompt; then, per turn, per step (one answer of the
+model), an assistant message with the step's tool calls (TRL's shape: `content` "", `arguments` an
+object, no ids) and a `tool` message per call with what the server answered (a failed call's error
+worded as TRL words a tool's exception), the next step seeing those results; then an `end_turn`
+call, an answer of its own, with the turn's reply, answered by the next turn's prompt or, after the
+last turn, by `TASK_OVER`; then an empty assistant message, where the model stops. The steps are
+the trajectory's (`ToolCallRecord.step`): a call whose step is unknown, as in a server's
+recording, is a step of its own, and `end_turn` is always one (a model that made it together with
+other calls is shown making it after them). The plays run over the wire, by eval's player with a
+`ScriptedPolicy`, so every result is the server's, never the script's; a play that no longer
+scores its `expected_score` is left out and reported. Recorded successes (`successes.py`) become
+rows by the same builder, `dataset_of_plays`.
 
 The conversational columns are stored as JSON (datasets' `Json` feature): Arrow would otherwise
 merge the `arguments` of every call into one struct, and the keys a tool lacks would come back as
@@ -157,9 +161,9 @@ def messages_of(prompt: Sequence[Mapping[str, str]], trajectory: Trajectory) -> 
     messages: list[dict[str, Any]] = [dict(message) for message in prompt]
     turns = trajectory.turns
     for number, turn in enumerate(turns):
-        if turn.calls:
-            messages.append(_calling([(call.tool, call.arguments) for call in turn.calls]))
-            messages.extend(_answer(call.tool, _result(call)) for call in turn.calls)
+        for step in turn.steps:
+            messages.append(_calling([(call.tool, call.arguments) for call in step]))
+            messages.extend(_answer(call.tool, _result(call)) for call in step)
         messages.append(_calling([(END_TURN, {"reply": turn.reply or ""})]))
         following = turns[number + 1].prompt if number + 1 < len(turns) else TASK_OVER
         messages.append(_answer(END_TURN, following))

@@ -45,4 +45,5 @@ class DemonstrationWarning(UserWarning):
 
 class EvalResultsError(AgentEnvError, ValueError):
     """Eval results that cannot choose the tasks asked for: they measured another bundle's tasks (its
-    tasks fingerprint differs) or another split, or some of the split's tasks have no pass rate in them."""
+    tasks fingerprint differs) or another split, were written before a measure asked was recorded, or
+    some of the split's tasks have no measure in them."""

@@ -11,6 +11,7 @@ bundle's, so its tool calls and reward raise `FleetMismatchError`, which stops t
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from agent_env.client.deadlines import Deadlines
 from agent_env.client.episode import ClientEpisode, EpisodeLostError, next_prompt
 from agent_env.client.loop import Answer
 from agent_env.client.session import ServerRefusedError, SessionClient, SessionLostError
+from agent_env.client.tools import TASK_OVER
 from agent_env.client.wire import AgentEnvObservation
 from agent_env.training.trl.errors import FleetMismatchError, ToolCallError
 from agent_env.training.trl.fleet import Fleet
@@ -37,6 +39,9 @@ class _Episode:
     refused: str | None = None
     """Why the trainer will not score it though the server might (its server serves other tasks, it is
     not the row's task, its environment was closed); None while it would."""
+    ending: Answer[AgentEnvObservation] | None = None
+    """The last turn's end, sent and not yet read: its answer (the verifiers' score) is waited for by
+    the reward, so that scoring runs while the trainer goes on."""
     stops_run: bool = False
     """Its single server serves other tasks or bundle content than the run (`refused` says which): every
     call on it raises, for no reward there is the run's."""
@@ -73,6 +78,8 @@ class Rollouts:
                 )
             if self._episode is not None:
                 _settle(self._episode.played.deploy)
+                if self._episode.ending is not None:
+                    _settle(self._episode.ending)
             self._episode = None
             session = self._open_session()
             played = ClientEpisode.reset(session, split, index, self._deadlines, label=self._label)
@@ -85,18 +92,30 @@ class Rollouts:
             return answer.result or ""
 
     def end_turn(self, reply: str) -> str:
-        """End the open turn; the answer is the next turn's request, or that the task is over."""
+        """End the open turn; the answer is the next turn's request, or that the task is over.
+
+        The end of the episode's last turn is sent and not waited for: the task is over whatever the
+        verifiers say, and they run on the server while the trainer goes on (TRL runs a batch's tool
+        calls one rollout after another); the reward waits for their score."""
         with self._lock:
             episode = self._playing("end the turn")
+            if episode.played.in_last_turn and self._session is not None:
+                episode.ending = episode.played.send_end_turn(reply)
+                return TASK_OVER
             return next_prompt(self._step(episode, lambda: episode.played.end_turn(reply)))
 
     def reward(self) -> float | None:
-        """End the turns left open with an empty reply, then the score; None if it cannot be scored."""
+        """End the turns left open with an empty reply, then the score; None if it cannot be scored.
+        Asked again, the same score at once."""
         with self._lock:
             episode = self._episode
             if episode is None:
                 return None
             self._deployed(episode)
+            ending, episode.ending = episode.ending, None
+            if ending is not None and episode.ended is None:
+                with contextlib.suppress(ToolCallError):  # scored below with an empty reply
+                    self._step(episode, lambda: episode.played.received(ending))
             while episode.ended is None and not episode.played.done:
                 try:
                     self._step(episode, lambda: episode.played.end_turn(""))
@@ -127,7 +146,7 @@ class Rollouts:
         self._deployed(episode)
         if episode.ended is not None:
             raise ToolCallError(f"cannot {what}: {episode.ended}")
-        if episode.played.done:
+        if episode.played.done or episode.ending is not None:
             raise ToolCallError(f"cannot {what}: the task is over (its last turn ended)")
         return episode
 

@@ -66,7 +66,7 @@ def test_every_example_task_played_from_its_reference_play_with_docker_sandboxes
     started = client.reset(split=split, index=index, timeout_s=CLIENT_TIMEOUT_S)
     answers = []
     for turn in script.turns:
-        answers += [client.step(AgentEnvAction.call_tool(c.tool, c.arguments).wire()) for c in turn.calls]
+        answers += [client.step(AgentEnvAction.call_tool(c.tool, c.arguments).wire()) for c in turn.all_calls]
         answers.append(client.step(AgentEnvAction.end_turn(turn.reply).wire()))
 
     assert started.observation["task_id"] == task_id and started.observation["error"] is None

@@ -34,7 +34,7 @@ def eval_args(url: str, *extra: str, model: str = MODEL) -> list[str]:
     ]
 
 
-def test_eval_prints_progress_on_stderr_then_a_table_per_task_and_totals_and_writes_results_json(
+def test_eval_prints_progress_then_each_task_s_mean_spread_and_pass_at_k_and_writes_results_json(
     serve, tmp_path, capsys, monkeypatch
 ):
     monkeypatch.setenv("STAND_IN_KEY", API_KEY)
@@ -45,11 +45,15 @@ def test_eval_prints_progress_on_stderr_then_a_table_per_task_and_totals_and_wri
     out, err = capsys.readouterr()
     assert code == 0
     assert "eval: 22/22 episodes, mean score 0.14, 0 errors" in err
-    table = out.split("\n\n")[0].splitlines()[2:]
+    header, _, *table = out.split("\n\n")[0].splitlines()
+    assert header.split() == [
+        *("index", "id", "samples", "mean", "std", "min", "max"),
+        *("pass@1", "pass@k", "errors", "failed"),
+    ]
     rows = {line.split()[1]: line.split() for line in table}
-    assert rows[IDS[0]][2:6] == ["2", "0.50", "0.50", "1.00"]
-    assert rows[IDS[2]][2:6] == ["2", "1.00", "1.00", "1.00"]
-    assert rows["11"][:6] == ["all", "11", "tasks", "22", "0.14", "0.14"]
+    assert rows[IDS[0]][2:9] == ["2", "0.50", "0.50", "0.00", "1.00", "0.50", "1.00"]
+    assert rows[IDS[2]][2:9] == ["2", "1.00", "0.00", "1.00", "1.00", "1.00", "1.00"]
+    assert rows["11"][:10] == ["all", "11", "tasks", "22", "0.14", "-", "-", "-", "0.14", "0.18"]
     assert f"results.json and the trajectories are in {tmp_path}" in out
     assert json.loads((tmp_path / "results.json").read_text())["settings"]["model_url"] == url
     assert list(tmp_path.glob("trajectories-*.jsonl"))

@@ -77,7 +77,7 @@ def test_every_sample_is_written_as_a_trajectory_of_what_the_client_saw(serve, t
     assert played.turns[0].reply == "Stored." and played.turns[1].reply == "Moved."
     assert played.verifiers and all(v.score == 1.0 for v in played.verifiers)
     assert (
-        trajectories[STORE].score == 0.0 and trajectories[STORE].turns[0].reply == "I cannot help with that."
+        trajectories[STORE].score == 0.0 and trajectories[STORE].turns[0].reply == ""  # text is no reply
     )
     assert trajectories[MANIFEST].system_prompt
 
@@ -106,17 +106,15 @@ def test_each_call_is_answered_by_its_id_and_end_turn_by_the_next_turn_s_prompt_
     assert [m["role"] for m in last["messages"]].count("user") == 1  # as in training: no user message more
 
 
-def test_a_call_whose_arguments_do_not_parse_ends_the_turn_with_its_text_and_is_counted(serve, tmp_path):
+def test_a_call_whose_arguments_do_not_parse_ends_the_sample_with_an_empty_reply_as_trl_takes_it_for_text(
+    serve, tmp_path
+):
     _, url = start_stand_in(serve, {COUNT: ["malformed"]})
 
     evaluate(WHARF, policy(url), out=tmp_path)
 
     played = next(t for t in read_trajectories(tmp_path) if t.task.id == COUNT)
-    assert (played.turns[0].invalid_tool_calls, played.turns[0].reply, played.turns[0].calls) == (
-        1,
-        "Let me look.",
-        [],
-    )
+    assert (played.turns[0].invalid_tool_calls, played.turns[0].reply, played.turns[0].calls) == (1, "", [])
     assert played.outcome.kind == "scored" and played.score == 0.0
 
 
@@ -217,6 +215,33 @@ def test_results_json_holds_each_task_s_pass_rate_over_the_samples_played_errors
     assert [t.pass_rate for t in EvalResult.read(tmp_path).tasks] == [pytest.approx(2 / 3), None, 1.0]
 
 
+def test_results_json_holds_each_task_s_mean_and_the_population_spread_min_and_max_of_the_scores_played(
+    serve, tmp_path
+):
+    ids = ["partial", "lone", "alike", "unreachable"]
+    plays = {
+        "partial": [0.03, 0.11, "error", 0.07],  # partial credit, never 1.0: pass rate 0
+        "lone": ["error", "error", "error", 0.5],  # one sample played: no spread
+        "alike": ["pass"] * 4,
+        "unreachable": ["error"] * 4,  # nothing played: no mean, no spread
+    }
+    url = serve({"eval": outcome_tasks(ids)}).url
+
+    evaluate(url, OutcomePolicy(plays), samples=4, concurrency=2, out=tmp_path)
+
+    written = json.loads((tmp_path / RESULTS_FILE).read_text())
+    measures = [(t["mean_score"], t["score_std"], t["min_score"], t["max_score"]) for t in written["tasks"]]
+    assert measures == [
+        (pytest.approx(0.07), pytest.approx((0.0032 / 3) ** 0.5), 0.03, 0.11),
+        (0.5, 0.0, 0.5, 0.5),
+        (1.0, 0.0, 1.0, 1.0),
+        (None, None, None, None),
+    ]
+    assert [t["pass_rate"] for t in written["tasks"]] == [0.0, 0.0, 1.0, None]
+    read = EvalResult.read(tmp_path).tasks[0]
+    assert (read.score_std, read.min_score, read.max_score) == (pytest.approx(0.0327, abs=1e-4), 0.03, 0.11)
+
+
 def test_results_json_carries_the_tasks_fingerprint_of_the_server_it_measured(serve, tmp_path):
     server = serve({"eval": outcome_tasks(["always"])})
 
@@ -226,3 +251,16 @@ def test_results_json_carries_the_tasks_fingerprint_of_the_server_it_measured(se
     written = json.loads((tmp_path / RESULTS_FILE).read_text())
     assert written["tasks_fingerprint"] == status["tasks_fingerprint"]
     assert written["tasks_fingerprint"].startswith("sha256:")
+
+
+def test_a_last_answer_in_plain_text_is_no_reply_so_a_reply_verifier_fails_as_it_does_in_training(
+    serve, tmp_path
+):
+    _, url = start_stand_in(serve, {COUNT: ["solve", "solve-in-text"]})
+
+    evaluate(WHARF, policy(url), samples=2, concurrency=1, out=tmp_path)
+
+    played = sorted(
+        (t for t in read_trajectories(tmp_path) if t.task.id == COUNT), key=lambda t: t.started_at or 0
+    )
+    assert [(t.turns[0].reply, t.score) for t in played] == [("2", 1.0), ("", 0.0)]

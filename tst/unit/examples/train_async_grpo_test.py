@@ -138,8 +138,12 @@ def test_the_loop_s_flags_make_its_plan_and_add_the_tool_call_parser_its_chat_co
 @pytest.mark.parametrize(
     ("flags", "problem"),
     [
-        (["--samples", "4"], "--samples and --sample-temperature set how --select-by-pass-rate samples"),
-        (["--sample-temperature", "0.7"], "--select-by-pass-rate samples: pass it too"),
+        (["--samples", "4"], "--samples and --sample-temperature set how --select-by-pass-rate or"),
+        (["--sample-temperature", "0.7"], "--select-by-score-std samples: pass one of them too"),
+        (
+            ["--select-by-score-std", "1.5"],
+            "--select-by-score-std MIN needs 0 <= MIN <= 1 (e.g. 0.01), got 1.5",
+        ),
         (["--select-by-pass-rate", "0.9", "0.1"], "needs 0 <= LOW <= HIGH <= 1, got 0.9 0.1"),
         (["--select-by-pass-rate", "0.1", "1.5"], "needs 0 <= LOW <= HIGH <= 1, got 0.1 1.5"),
         (["--select-by-pass-rate", "0", "1", "--samples", "1"], "--samples must be at least 2"),
@@ -173,8 +177,11 @@ ADAPTER = "trl-policy-v3"
 
 
 @pytest.mark.needs("openenv_installed")
+@pytest.mark.parametrize(
+    "selection", [("--select-by-pass-rate", "0.25", "0.75"), ("--select-by-score-std", "0.01")]
+)
 def test_around_asyncgrpo_the_loop_samples_selects_and_scores_on_the_vllm_server_the_trained_adapter_after(
-    serve: Callable[..., Any], tmp_path: Path
+    selection: tuple[str, ...], serve: Callable[..., Any], tmp_path: Path
 ) -> None:
     from agent_env.eval import EvalResult
     from agent_env.training.trl import AgentEnv
@@ -193,7 +200,7 @@ def test_around_asyncgrpo_the_loop_samples_selects_and_scores_on_the_vllm_server
         plan, _ = parse(
             [
                 *("--env-url", env.url, "--vllm-url", vllm_url, "--eval-out", str(tmp_path)),
-                *("--select-by-pass-rate", "0.25", "0.75", "--samples", "2", "--eval-split", "eval"),
+                *(*selection, "--samples", "2", "--eval-split", "eval"),
             ]
         )
         dataset, loop = before_training(plan, env)
@@ -201,6 +208,7 @@ def test_around_asyncgrpo_the_loop_samples_selects_and_scores_on_the_vllm_server
 
     sampled = EvalResult.read(tmp_path / "pass-rates" / "results.json")
     within = [task.index for task in sampled.tasks if 0.25 <= (task.pass_rate or 0.0) <= 0.75]
+    assert within == [task.index for task in sampled.tasks if (task.score_std or 0.0) >= 0.01]
     assert [task.samples for task in sampled.tasks] == [2] * 33
     assert len(within) == 3 and sorted(dataset["index"]) == within
     assert loop.table() == "\n".join(

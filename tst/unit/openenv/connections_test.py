@@ -195,6 +195,20 @@ def test_a_connection_that_sends_nothing_is_closed_after_the_request_timeout(
     assert server.guard.floods.counts() == {"connections closed with a request unfinished": 1}
 
 
+def test_a_kept_alive_connection_left_idle_after_its_answer_is_closed_quietly_as_no_slowloris(
+    server: BackgroundServer,
+) -> None:
+    idle = connected(server)
+    idle.sendall(request_head("/tasks/num_tasks", "Content-Length: 17") + b'{"split":"train"}')
+    answered = b""
+    while b'{"num_tasks"' not in answered:
+        answered += idle.recv(65536)
+
+    with contextlib.suppress(ConnectionResetError):
+        assert idle.recv(1) == b""  # closed, within ANSWER_S
+    assert server.guard.floods.counts() == {}
+
+
 def test_a_body_that_trickles_in_is_closed_after_the_request_timeout_and_one_in_time_is_answered(
     server: BackgroundServer,
 ) -> None:

@@ -60,7 +60,7 @@ def test_a_scrape_during_a_run_agrees_with_the_status_and_with_the_episode_log(
         labels: value for (name, labels), value in samples.items() if name == "agent_env_tool_calls_total"
     }
     played = [reference_play(task_id) for _, task_id in PLAYED]
-    tool_calls = sum(len(turn.calls) for play in played for turn in play.turns) + 2
+    tool_calls = sum(len(turn.all_calls) for play in played for turn in play.turns) + 2
     turns_ended = sum(len(play.turns) for play in played)
     assert sum(calls.values()) == tool_calls == sum(int(line.group(2)) for line in logged) - turns_ended
     assert calls[(("outcome", "UNKNOWN_TOOL"), ("tool", "no_such_tool"))] == 1

@@ -30,20 +30,22 @@ from tst.unit.training._trl import Open, dock_task
 pytestmark = pytest.mark.needs("trl_installed")
 
 
-def script(
-    task_id: str, *turns: tuple[list[tuple[str, dict[str, Any]]], str], expected: float = 1.0
-) -> Solution:
-    """A reference play: per turn, its calls as (tool, arguments) and its reply."""
+Call = tuple[str, dict[str, Any]]
+
+
+def script(task_id: str, *turns: tuple[list[Call | list[Call]], str], expected: float = 1.0) -> Solution:
+    """A reference play: per turn, its steps and its reply; a step is a call as (tool, arguments), or
+    a list of them, made together."""
+
+    def written(step: Call | list[Call]) -> Any:
+        if isinstance(step, list):
+            return [written(call) for call in step]
+        return {"tool": step[0], "arguments": step[1]}
+
     return Solution.model_validate(
         {
             "id": task_id,
-            "turns": [
-                {
-                    "calls": [{"tool": tool, "arguments": arguments} for tool, arguments in calls],
-                    "reply": reply,
-                }
-                for calls, reply in turns
-            ],
+            "turns": [{"calls": [written(step) for step in calls], "reply": reply} for calls, reply in turns],
             "expected_score": expected,
         }
     )
@@ -89,7 +91,7 @@ def test_the_wharfs_demonstrations_are_a_row_per_task_with_its_reference_play_an
     ]
 
 
-def test_a_turns_calls_are_one_assistant_message_their_results_follow_and_the_reply_comes_after_them(
+def test_each_call_of_a_turn_is_a_step_of_its_own_answered_before_the_next_and_the_reply_comes_after(
     serve: Serve, open_env: Open
 ) -> None:
     counted = ([("list_crates", {}), ("add_crate", {"crate": "C1", "bay": 2})], "One crate, then two.")
@@ -99,10 +101,30 @@ def test_a_turns_calls_are_one_assistant_message_their_results_follow_and_the_re
     (row,) = env.demonstrations().to_list()
 
     assert row["messages"][2:] == [
+        calling(("list_crates", {})),
+        answer("list_crates", "C1 in bay 2"),
+        calling(("add_crate", {"crate": "C1", "bay": 2})),
+        answer("add_crate", "stored dry crate C1 in bay 2"),
+        calling(("end_turn", {"reply": "One crate, then two."})),
+        answer("end_turn", TASK_OVER),
+        {"role": "assistant", "content": ""},
+    ]
+
+
+def test_calls_written_as_one_list_are_one_assistant_message_and_their_results_follow_it(
+    serve: Serve, open_env: Open
+) -> None:
+    together = ([[("list_crates", {}), ("add_crate", {"crate": "C1", "bay": 2})]], "Listed and stored.")
+    task = dock_task(solution=script("store", together))
+    env = open_env(serve({"train": [task]}).url)
+
+    (row,) = env.demonstrations().to_list()
+
+    assert row["messages"][2:] == [
         calling(("list_crates", {}), ("add_crate", {"crate": "C1", "bay": 2})),
         answer("list_crates", "C1 in bay 2"),
         answer("add_crate", "stored dry crate C1 in bay 2"),
-        calling(("end_turn", {"reply": "One crate, then two."})),
+        calling(("end_turn", {"reply": "Listed and stored."})),
         answer("end_turn", TASK_OVER),
         {"role": "assistant", "content": ""},
     ]

@@ -1,8 +1,10 @@
-"""Training on the tasks with signal: `agent-env eval -n K`'s pass rates choose the rows of
-`AgentEnv.dataset_for`, against a real server on loopback, as a user runs eval then the trainer."""
+"""Training on the tasks with signal: `agent-env eval -n K`'s measures of each task (the spread of its
+scores, its mean, its pass rate) choose the rows of `AgentEnv.dataset_for`, against a real server on
+loopback, as a user runs eval then the trainer."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,21 @@ PLAYS: dict[str, list[Outcome]] = {
 def evaluated(url: str, tmp_path: Path, split: str = "train") -> Path:
     """`agent-env eval URL --split SPLIT -n 4 --out tmp_path` as Python runs it; the results.json."""
     evaluate(url, OutcomePolicy(PLAYS), split=split, samples=4, concurrency=2, out=tmp_path)
+    return tmp_path / "results.json"
+
+
+PARTIAL_IDS = ["partial", "flat", "solved", "unreachable"]
+PARTIAL_PLAYS: dict[str, list[Outcome]] = {
+    "partial": [0.03, 0.11, 0.07, 0.05],  # partial credit that differs: pass rate 0, signal for GRPO
+    "flat": [0.05] * 4,  # partial credit, all alike: no signal
+    "solved": ["pass", "pass", "pass", "fail"],  # 0.75, spread 0.43
+    "unreachable": ["error"] * 4,
+}
+
+
+def evaluated_partly(url: str, tmp_path: Path) -> Path:
+    """The results.json of the partial-credit tasks, each sampled 4 times."""
+    evaluate(url, OutcomePolicy(PARTIAL_PLAYS), split="train", samples=4, concurrency=2, out=tmp_path)
     return tmp_path / "results.json"
 
 
@@ -146,3 +163,125 @@ def test_bounds_that_are_not_low_and_high_within_0_and_1_are_refused(
 def test_a_path_that_holds_no_results_says_how_to_write_them(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="agent-env eval"):
         tasks_with_signal(tmp_path / "results.json", pass_rate=(0.1, 0.9))
+
+
+def test_a_task_scoring_0_03_to_0_11_has_pass_rate_0_and_is_kept_by_score_std_dropped_by_pass_rate(
+    serve: Serve, open_env: Open, tmp_path: Path
+) -> None:
+    url = serve({"train": outcome_tasks(PARTIAL_IDS)}).url
+    results = evaluated_partly(url, tmp_path)
+    env = open_env(url)
+
+    by_spread = env.dataset_for("train", results=results, score_std=(0.01, None), unmeasured="drop")
+    by_pass_rate = env.dataset_for("train", results=results, pass_rate=(0.01, 0.99), unmeasured="drop")
+
+    task = EvalResult.read(results).tasks[0]
+    assert (task.id, task.pass_rate, task.min_score, task.max_score) == ("partial", 0.0, 0.03, 0.11)
+    assert prompts(by_spread) == ["partial", "solved"]
+    assert prompts(by_pass_rate) == ["solved"]
+
+
+def test_score_std_and_mean_score_together_keep_the_tasks_within_both(
+    serve: Serve, open_env: Open, tmp_path: Path
+) -> None:
+    url = serve({"train": outcome_tasks(PARTIAL_IDS)}).url
+    results = evaluated_partly(url, tmp_path)
+
+    rows = open_env(url).dataset_for(
+        "train", results=results, score_std=(0.01, None), mean_score=(None, 0.5), unmeasured="drop"
+    )
+
+    assert prompts(rows) == ["partial"]
+    assert tasks_with_signal(results, mean_score=(0.04, 0.8), unmeasured="drop") == [0, 1, 2]
+
+
+def test_pass_rate_bounds_choose_the_same_tasks_as_before_the_spread_was_recorded(
+    serve: Serve, tmp_path: Path
+) -> None:
+    results = evaluated(serve({"train": outcome_tasks(IDS)}).url, tmp_path)
+    older = json.loads(results.read_text())
+    for task in older["tasks"]:
+        del task["score_std"], task["min_score"], task["max_score"]
+    results.write_text(json.dumps(older))
+
+    assert tasks_with_signal(results, pass_rate=(0.1, 0.9), unmeasured="drop") == [1, 2]
+    assert tasks_with_signal(results, mean_score=(0.1, 0.9), unmeasured="drop") == [1, 2]
+
+
+def test_selecting_by_score_std_from_results_json_written_before_it_was_recorded_says_to_evaluate_again(
+    serve: Serve, open_env: Open, tmp_path: Path
+) -> None:
+    url = serve({"train": outcome_tasks(PARTIAL_IDS)}).url
+    results = evaluated_partly(url, tmp_path)
+    older = json.loads(results.read_text())
+    for task in older["tasks"]:
+        del task["score_std"]
+    results.write_text(json.dumps(older))
+
+    with pytest.raises(EvalResultsError) as refused:
+        open_env(url).dataset_for("train", results=results, score_std=(0.01, None), unmeasured="drop")
+
+    message = str(refused.value)
+    assert "hold no score_std" in message and "older" in message
+    assert "evaluate again (`agent-env eval BUNDLE_OR_URL --split train -n K --out FOLDER`)" in message
+
+
+def test_no_task_within_several_bounds_says_how_many_fell_below_and_above_each(
+    serve: Serve, open_env: Open, tmp_path: Path
+) -> None:
+    url = serve({"train": outcome_tasks(PARTIAL_IDS)}).url
+    results = evaluated_partly(url, tmp_path)
+
+    with pytest.raises(ValueError) as refused:
+        open_env(url).dataset_for(
+            "train", results=results, score_std=(0.1, None), mean_score=(0.05, 0.5), unmeasured="drop"
+        )
+
+    assert str(refused.value) == (
+        "no task of split 'train' has a score spread of at least 0.1 and a mean score within [0.05, 0.5] "
+        "(of its 3 measured tasks, score_std: 2 below, 0 above; mean_score: 0 below, 1 above): widen "
+        "score_std or mean_score, or train on the split as it is"
+    )
+
+
+def test_tasks_without_a_score_spread_are_an_error_naming_them_unless_kept_or_dropped(
+    serve: Serve, open_env: Open, tmp_path: Path
+) -> None:
+    url = serve({"train": outcome_tasks(PARTIAL_IDS)}).url
+    results = evaluated_partly(url, tmp_path)
+
+    with pytest.raises(EvalResultsError, match=r"1 task has no score spread for split 'train'.*unreachable"):
+        open_env(url).dataset_for("train", results=results, score_std=(0.01, None))
+
+
+@pytest.mark.parametrize(
+    ("bounds", "says"),
+    [
+        ({"score_std": (None, None)}, r"score_std=\(None, None\) bounds nothing: give a low, a high or both"),
+        ({"score_std": (0.5, 0.1)}, r"low <= high, got \(0.5, 0.1\): swap them, score_std=\(0.1, 0.5\)"),
+        ({"mean_score": (-0.1, None)}, r"mean_score must be \(low, high\), each a number from 0 to 1 or"),
+        ({"mean_score": (0.1,)}, r"mean_score must be \(low, high\)"),
+    ],
+)
+def test_bounds_that_are_not_low_and_high_within_0_and_1_say_how_to_write_them(
+    bounds: dict[str, tuple[float | None, ...]], says: str, serve: Serve, tmp_path: Path
+) -> None:
+    results = evaluated_partly(serve({"train": outcome_tasks(PARTIAL_IDS)}).url, tmp_path)
+
+    with pytest.raises(ValueError, match=says):
+        tasks_with_signal(results, **bounds)  # type: ignore[arg-type]
+
+
+def test_results_without_bounds_or_bounds_without_results_say_what_to_pass(
+    serve: Serve, open_env: Open, tmp_path: Path
+) -> None:
+    url = serve({"train": outcome_tasks(PARTIAL_IDS)}).url
+    results = evaluated_partly(url, tmp_path)
+    env = open_env(url)
+
+    with pytest.raises(ValueError, match=r"with score_std=\(0.01, None\) \(the tasks whose samples differ"):
+        env.dataset_for("train", results=results)
+    with pytest.raises(ValueError, match=r"score_std needs results=: the results.json of `agent-env eval"):
+        env.dataset_for("train", score_std=(0.01, None))
+    with pytest.raises(ValueError, match=r"tasks_with_signal needs bounds to select by: score_std=\(0.01"):
+        tasks_with_signal(results)

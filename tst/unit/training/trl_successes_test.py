@@ -115,6 +115,44 @@ def test_sampled_successes_recorded_by_eval_are_each_their_tasks_demonstration_a
     )
 
 
+def test_an_eval_recording_keeps_the_steps_the_policy_made_and_its_rows_are_the_demonstrations_steps(
+    serve: Serve, open_env: Open, recorder: TrajectoryRecorder, tmp_path: Path
+) -> None:
+    listed = {"tool": "list_crates"}
+    stored = STORE_C1["calls"][0]
+    jammed = {"tool": "jam_crane", "arguments": {"crate": "C2"}}
+    steps = {"calls": [listed, [stored, jammed]], "reply": "Stored C1."}
+    server = serve({"train": [dock_task("store", solution=script("store", steps))]}, recorder=recorder)
+    env = open_env(server.url)
+    (demonstration,) = env.demonstrations().to_list()
+    out = tmp_path / "eval"
+    evaluate(server.url, EachSample(script("store", steps)), split="train", concurrency=1, out=out)
+
+    (row,) = env.demonstrations_from(out).to_list()
+
+    (played,) = read_trajectories(out)
+    assert [(call.tool, call.step) for call in played.turns[0].calls] == [
+        ("list_crates", 1),
+        ("add_crate", 2),
+        ("jam_crane", 2),
+    ]
+    assert row == demonstration
+    calling = [
+        [call["function"]["name"] for call in m["tool_calls"]] for m in row["messages"] if "tool_calls" in m
+    ]
+    assert calling == [["list_crates"], ["add_crate", "jam_crane"], ["end_turn"]]
+    # The server saw the calls one at a time: in its recording each is a step of its own.
+    by_server = env.demonstrations_from(recorded(recorder, 2)).to_list()
+    assert [
+        [
+            [call["function"]["name"] for call in m["tool_calls"]]
+            for m in each["messages"]
+            if "tool_calls" in m
+        ]
+        for each in by_server
+    ] == [[["list_crates"], ["add_crate"], ["jam_crane"], ["end_turn"]]] * 2
+
+
 def test_a_threshold_keeps_the_trajectories_scoring_at_least_it(
     serve: Serve, open_env: Open, tmp_path: Path
 ) -> None:
