@@ -7,12 +7,13 @@ the account it names, or refund the order it names), then reply with that userna
 Nothing in the prompt gives the username or the order number: a model that acts before it has read
 the lookup's answer can only guess it. Each task scores partial credit: the right lookup (1/4), the
 right action on the looked-up value with nothing else changed (2/4), a reply naming the value (1/4).
-Each kind of task comes in several wordings; the train tasks in one wording of each kind
-(`UNDEMONSTRATED`, which does not name the kind of task) come without a reference play, as most
-tasks a practitioner has do. The eval split is held out: its customers' full names, and every
-username and order number of its tasks, never appear in the train split (each first name and
-surname does, in other pairs). The generator is seeded, so the committed files can be checked by
-running this again (the unit tests do). Each reference play scores 1.0; doing nothing scores 0.0.
+Each kind of task comes in several wordings. The train split's reference plays are of mixed quality,
+as logs of people's work are: half of them reply `TERSE`, naming no value, and score 3/4 (their
+`expected_score`), so only reinforcement learning teaches a model always to name it. The eval split
+is held out: its customers' full names, and every username and order number of its tasks, never
+appear in the train split (each first name and surname does, in other pairs). The generator is
+seeded, so the committed files can be checked by running this again (the unit tests do). Each
+reference play scores its expected score; doing nothing scores 0.0.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 Task = dict[str, Any]
-Turn = dict[str, Any]
-Made = tuple[Task, list[Turn], str]
-"""A task, its reference play, and the wording it was written in."""
+Play = dict[str, Any]
+Made = tuple[Task, Play, str]
+"""A task, its reference play (a line of solutions/SPLIT.jsonl but its id), and its wording."""
 
 FIRST = ("Ada", "Bruno", "Clara", "Dmitri", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas", "Kira")
 FIRST += ("Lena",)
@@ -38,24 +39,24 @@ SIZES = {"train": 160, "eval": 48}
 EVAL_SHARE = 0.3
 """The share of all full names, and of all numbers, kept for the eval split."""
 WEIGHTS = {"lookup": 1.0, "action": 2.0, "reply": 1.0}
+TERSE = "Done."
+TERSE_SHARE = 0.5
+"""The share of the train split's reference plays that reply `TERSE`, naming no value: they score 3/4."""
 
 WORDINGS: dict[str, tuple[str, ...]] = {
     "unlock": (
         "{name} is locked out. Unlock their account.",
         "Please unlock the account of {name}.",
         "Unlock {name}'s account and tell me the username.",
-        "{name} cannot log in. Please sort it out.",
+        "{name} cannot log in: the account is locked. Unlock it.",
     ),
     "refund": (
         "Refund the order of {name}.",
         "Please refund {name}'s order.",
         "{name} sent their order back: refund it and tell me the order number.",
-        "{name} wants their money back. Please sort it out.",
+        "{name} wants their money back. Refund their order.",
     ),
 }
-UNDEMONSTRATED = frozenset(wordings[-1] for wordings in WORDINGS.values())
-"""The wordings whose train tasks have no reference play: they do not say which kind of task they are
-in its own words, so only reinforcement learning on the tasks themselves teaches them."""
 KINDS = {
     "unlock": ("find_user", "unlock_account", "username", "Unlocked {value}."),
     "refund": ("find_order", "refund_order", "order", "Refunded order {value}."),
@@ -140,7 +141,10 @@ def make(kind: str) -> Callable[[random.Random, str, int], Made]:
             {"tool": lookup, "arguments": {"name": customer["name"]}},
             {"tool": action, "arguments": {argument: value}},
         ]
-        return task, [{"calls": calls, "reply": reply.format(value=value)}], wording
+        if split == "train" and rng.random() < TERSE_SHARE:
+            terse = 1 - WEIGHTS["reply"] / sum(WEIGHTS.values())
+            return task, {"turns": [{"calls": calls, "reply": TERSE}], "expected_score": terse}, wording
+        return task, {"turns": [{"calls": calls, "reply": reply.format(value=value)}]}, wording
 
     return one
 
@@ -157,11 +161,7 @@ def write(folder: Path) -> None:
         made = make_split(split)
         rows = {
             "tasks": [task for task, _, _ in made],
-            "solutions": [
-                {"id": task["id"], "turns": turns}
-                for task, turns, wording in made
-                if split != "train" or wording not in UNDEMONSTRATED
-            ],
+            "solutions": [{"id": task["id"], **play} for task, play, _ in made],
         }
         for sub, lines in rows.items():
             (folder / sub).mkdir(parents=True, exist_ok=True)

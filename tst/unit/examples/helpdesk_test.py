@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import agent_env
-from agent_env import Episode, ScriptedTurn, replay
+from agent_env import Episode, ScriptedTurn, load_solutions, replay
 from tst.support.generated import contents, generator
 
 HELPDESK = Path(__file__).resolve().parents[3] / "examples" / "helpdesk"
@@ -33,13 +33,9 @@ def test_there_are_a_hundred_and_more_train_tasks_and_dozens_of_held_out_ones():
     assert len(BUNDLE.tasks("eval")) >= 40
 
 
-def test_the_train_tasks_without_a_reference_play_are_those_in_the_undemonstrated_wordings():
-    made = MODULE.make_split("train")
-    without = {task["id"] for task, _, wording in made if wording in MODULE.UNDEMONSTRATED}
-
-    assert set(agent_env.load_solutions(BUNDLE, "train")) == {task["id"] for task, _, _ in made} - without
-    assert len(without) >= len(made) // 8
-    assert set(agent_env.load_solutions(BUNDLE, "eval")) == {task.id for task in BUNDLE.tasks("eval")}
+def test_every_task_has_its_reference_play():
+    for split in ("train", "eval"):
+        assert set(load_solutions(BUNDLE, split)) == {task.id for task in BUNDLE.tasks(split)}
 
 
 def mentioned(split: str) -> tuple[set[str], set[str]]:
@@ -73,16 +69,16 @@ def test_no_prompt_gives_the_value_the_action_needs():
             assert not VALUE.search(task.turns[0]), task.id
 
 
-def scores(split: str, play: Any) -> list[tuple[str, float | None]]:
+def scores(split: str, play: Any) -> dict[str, float | None]:
     """Each task of `split` played by `play(reference_turns) -> turns`, with its score."""
-    plays = {task["id"]: turns for task, turns, _ in MODULE.make_split(split)}
+    plays = {task["id"]: made["turns"] for task, made, _ in MODULE.make_split(split)}
     tasks = {task.id: task for task in BUNDLE.tasks(split)}
 
-    async def played() -> list[tuple[str, float | None]]:
-        found = []
+    async def played() -> dict[str, float | None]:
+        found = {}
         for task_id, turns in plays.items():
             script = [ScriptedTurn.model_validate(turn) for turn in play(turns)]
-            found.append((task_id, (await replay(Episode(tasks[task_id]), script)).score))
+            found[task_id] = (await replay(Episode(tasks[task_id]), script)).score
         return found
 
     return asyncio.run(played())
@@ -93,9 +89,20 @@ def with_calls(turns: list[dict[str, Any]], calls: list[dict[str, Any]], reply: 
 
 
 @pytest.mark.parametrize("split", ["train", "eval"])
-def test_each_reference_play_scores_1_and_doing_nothing_scores_0(split: str):
-    assert {score for _, score in scores(split, lambda turns: turns)} == {1.0}
-    assert {score for _, score in scores(split, lambda turns: [ScriptedTurn().model_dump()])} == {0.0}
+def test_each_reference_play_scores_its_expected_score_and_doing_nothing_scores_0(split: str):
+    expected = {solution.id: solution.expected_score for solution in load_solutions(BUNDLE, split).values()}
+
+    assert scores(split, lambda turns: turns) == expected
+    assert set(scores(split, lambda turns: [ScriptedTurn().model_dump()]).values()) == {0.0}
+
+
+def test_about_half_the_train_split_s_reference_plays_reply_naming_no_value_and_score_three_quarters():
+    expected = [solution.expected_score for solution in load_solutions(BUNDLE, "train").values()]
+    terse = [play for _, play, _ in MODULE.make_split("train") if play["turns"][0]["reply"] == MODULE.TERSE]
+
+    assert set(expected) == {0.75, 1.0}
+    assert len(expected) / 3 <= expected.count(0.75) == len(terse) <= 2 * len(expected) / 3
+    assert {solution.expected_score for solution in load_solutions(BUNDLE, "eval").values()} == {1.0}
 
 
 def test_the_lookup_scores_a_quarter_acting_on_its_answer_a_half_and_the_reply_a_quarter():
@@ -109,8 +116,8 @@ def test_the_lookup_scores_a_quarter_acting_on_its_answer_a_half_and_the_reply_a
         return with_calls(turns, [lookup, {**action, "arguments": wrong}], "")
 
     def without_reply(turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return with_calls(turns, turns[0]["calls"], "Done.")
+        return with_calls(turns, turns[0]["calls"], MODULE.TERSE)
 
-    assert {score for _, score in scores("eval", lookup_only)} == {0.25}
-    assert {score for _, score in scores("eval", guessed)} == {0.25}
-    assert {score for _, score in scores("eval", without_reply)} == {0.75}
+    assert set(scores("eval", lookup_only).values()) == {0.25}
+    assert set(scores("eval", guessed).values()) == {0.25}
+    assert set(scores("eval", without_reply).values()) == {0.75}
