@@ -73,7 +73,8 @@ GRPO_GAIN = 0.08
 
 def flattened(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A step-ordered conversation as demonstrations were built before steps: each turn's tool calls
-    but `end_turn` in one assistant message, then all their results."""
+    but `end_turn` in one assistant message, then all their results (on every helpdesk play, exactly
+    the rows `messages_of` built then, at a846569)."""
     made: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     results: list[dict[str, Any]] = []
