@@ -76,6 +76,8 @@ class Recipe:
     max_tool_calls: int = 4
     eval_batch: int = 16
     eval_concurrency: int = 16
+    gradient_checkpointing: bool = True
+    """TRL's default, memory saved for time: a tiny model on the CPU may turn it off to train faster."""
     seed: int = 0
 
 
@@ -222,6 +224,7 @@ def fine_tune(model: Any, tokenizer: Any, demonstrations: Any, recipe: Recipe, w
         max_length=None,
         logging_steps=max(1, recipe.sft_steps // 6),
         use_cpu=True,
+        gradient_checkpointing=recipe.gradient_checkpointing,
         bf16=False,
         report_to="none",
         save_strategy="no",
@@ -253,6 +256,7 @@ def reinforce(
         beta=0.0,
         logging_steps=1,
         use_cpu=True,
+        gradient_checkpointing=recipe.gradient_checkpointing,
         bf16=False,
         report_to="none",
         save_strategy="no",
