@@ -34,8 +34,7 @@ CLIENT_TIMEOUT_S = 10.0
 WAIT_S = 10.0
 """How long a sandbox may take to go once its episode ends (`until`'s own bound is shorter)."""
 DECKHAND = (
-    "You are a deckhand on the harbor's dock. Use your tools to do what you are asked, "
-    "then answer briefly with end_turn(reply=...)."
+    "You are a deckhand on the harbor's dock. Use your tools to do what you are asked, then answer briefly."
 )
 DOCK_TOOLS = ["add_crate", "move_crate", "list_crates"]
 

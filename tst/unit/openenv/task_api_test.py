@@ -29,8 +29,7 @@ TRAIN = [json.loads(line) for line in (WHARF / "tasks" / "train.jsonl").read_tex
 EVAL = [json.loads(line) for line in (WHARF / "tasks" / "eval.jsonl").read_text().splitlines()]
 WHARF_SPLITS = f"eval ({len(EVAL)} tasks), train ({len(TRAIN)} tasks)"
 DECKHAND = (
-    "You are a deckhand on the harbor's dock. Use your tools to do what you are asked, "
-    "then answer briefly with end_turn(reply=...)."
+    "You are a deckhand on the harbor's dock. Use your tools to do what you are asked, then answer briefly."
 )
 
 
