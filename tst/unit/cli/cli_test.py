@@ -27,7 +27,17 @@ def test_check_says_ok_with_the_bundles_contents_for_a_good_bundle():
     done = agent_env("check", EXAMPLE)
 
     assert done.returncode == 0
-    assert done.stdout.strip() == "wharf: ok: 2 envs, 5 agents, tasks: eval 11, train 33"
+    assert done.stdout.splitlines()[0] == "wharf: ok: 2 envs, 5 agents, tasks: eval 11, train 33"
+
+
+def test_check_notes_the_tasks_scored_on_their_reply_whose_prompts_never_say_to_reply_with_end_turn():
+    done = agent_env("check", EXAMPLE)
+
+    assert done.returncode == 0
+    ok, note = done.stdout.strip().splitlines()
+    assert ok == "wharf: ok: 2 envs, 5 agents, tasks: eval 11, train 33"
+    assert note.startswith("note: 4 tasks are scored on their reply but never tell the model how to give one")
+    assert "eval/count-bay-100" in note and "what the model passes to end_turn" in note
 
 
 def test_check_lists_every_problem_and_exits_1_for_a_broken_bundle(tmp_path):
