@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
+from agent_env._errors import ArgumentError
+
 DEFAULT_ROLE = "default"
 
 
@@ -160,12 +162,12 @@ class ScriptedTurn(BaseModel):
             if not isinstance(step, list | tuple):
                 continue
             if not step:
-                raise ValueError(
+                raise ArgumentError(
                     f"step {number} is an empty list: remove it, or list in it the calls the agent makes "
                     "together"
                 )
             if any(isinstance(call, list | tuple) for call in step):
-                raise ValueError(
+                raise ArgumentError(
                     f"step {number} holds a list in a list: a step is one list of calls made together; "
                     "write calls made one after the other as entries of their own"
                 )
