@@ -15,8 +15,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
-from agent_env._errors import ArgumentError
-
 DEFAULT_ROLE = "default"
 
 
@@ -158,6 +156,8 @@ class ScriptedTurn(BaseModel):
     def _steps_are_lists_of_calls(cls, calls: Any) -> Any:
         if not isinstance(calls, list | tuple):
             return calls  # pydantic says it is no list
+        from agent_env._errors import ArgumentError  # here: `import agent_env.specs` stays one module
+
         for number, step in enumerate(calls, start=1):
             if not isinstance(step, list | tuple):
                 continue
