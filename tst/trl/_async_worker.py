@@ -6,6 +6,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 from unittest import mock
 
@@ -48,25 +49,31 @@ def rollout_worker(
         )
 
 
-def collect_groups(worker: Any, groups: set[int], *, generations: int = GENERATIONS) -> dict[int, list[Any]]:
-    """The scored samples of `groups` (of `generations` each), as the trainer reads them from the
-    worker's queue."""
-    samples: dict[int, list[Any]] = {}
+def collect_until(worker: Any, done: Callable[[list[Any]], bool]) -> list[Any]:
+    """The scored samples the trainer reads from the worker's queue, until `done(samples)`."""
+    samples: list[Any] = []
     deadline = time.monotonic() + COLLECT_S
-
-    def complete() -> bool:
-        return all(len(samples.get(group, [])) >= generations for group in groups)
-
-    while not complete():
+    while not done(samples):
         remaining = deadline - time.monotonic()
         assert remaining > 0, f"the worker scored only {samples} within {COLLECT_S} s"
         try:
-            sample = worker.rollout_buffer.get(timeout=min(remaining, 5))
+            samples.append(worker.rollout_buffer.get(timeout=min(remaining, 5)))
         except queue.Empty:
             worker.check_health(stale_after_s=COLLECT_S)
-            continue
-        samples.setdefault(sample.group_id, []).append(sample)
     return samples
+
+
+def collect_groups(worker: Any, groups: set[int], *, generations: int = GENERATIONS) -> dict[int, list[Any]]:
+    """The scored samples of `groups` (of `generations` each), as the trainer reads them from the
+    worker's queue."""
+
+    def complete(samples: list[Any]) -> bool:
+        return all(sum(sample.group_id == group for sample in samples) >= generations for group in groups)
+
+    by_group: dict[int, list[Any]] = {}
+    for sample in collect_until(worker, complete):
+        by_group.setdefault(sample.group_id, []).append(sample)
+    return by_group
 
 
 def stop(worker: Any) -> None:

@@ -31,7 +31,7 @@ from agent_env.testing import FakeTask, calls, fake_served  # noqa: E402
 from agent_env.training.trl import AgentEnv, score_batch  # noqa: E402
 from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E402
 from tst.support.tools import add_crate, list_crates  # noqa: E402
-from tst.trl._async_worker import collect_groups, rollout_worker, stop  # noqa: E402
+from tst.trl._async_worker import collect_until, rollout_worker, stop  # noqa: E402
 from tst.trl._generated import ScriptedGenerate  # noqa: E402
 from tst.trl._vllm_stand_in import StandInVLLM  # noqa: E402
 
@@ -192,8 +192,10 @@ def test_grpo_trainer_with_score_batch_gives_each_play_the_score_eval_gives_it(
 
 
 class PlaysScript:
-    """The stand-in vLLM's script: each new rollout takes the next play, in order, round and round
-    (the worker starts more rollouts than a group while the test reads the first)."""
+    """The stand-in vLLM's script: each new rollout takes the next play, in order, round and round.
+
+    The worker starts rollouts of the next groups while the first is played, so which group gets which
+    plays is the worker's timing: the test tells a sample's play by its completion instead."""
 
     def __init__(self) -> None:
         self.order = itertools.cycle(PLAYS)
@@ -207,6 +209,16 @@ class PlaysScript:
         return next_text(play, answered_in(conversation))
 
 
+def play_of_sample(sample: Any) -> str:
+    """The play a scored sample is, by its first answer (as `play_in` tells a conversation's)."""
+    first = json.dumps(next(message for message in sample.completion if message["role"] == "assistant"))
+    if "C1" in first:
+        return "store, then end_turn with the reply"
+    if "C2" in first:
+        return "store, then the reply in plain text"
+    return "end_turn with the reply alone" if END_TURN in first else "the reply in plain text alone"
+
+
 def test_asyncgrpo_s_worker_gives_each_play_the_score_eval_gives_it(
     served: tuple[AgentEnv, FakeTask],
 ) -> None:
@@ -216,10 +228,11 @@ def test_asyncgrpo_s_worker_gives_each_play_the_score_eval_gives_it(
     worker = rollout_worker(env, tokenizer, server.url, generations=len(PLAYS))
     try:
         worker.start()
-        [samples] = collect_groups(worker, {0}, generations=len(PLAYS)).values()
+        samples = collect_until(worker, lambda samples: {play_of_sample(s) for s in samples} == set(PLAYS))
     finally:
         stop(worker)
         server.stop()
 
     assert scores_by_play(task) == EXPECTED
-    assert sorted(sample.metrics["reward"] for sample in samples) == sorted(EXPECTED.values())
+    rewarded = {(play_of_sample(sample), sample.metrics["reward"]) for sample in samples}
+    assert rewarded == set(EXPECTED.items())
