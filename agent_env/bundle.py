@@ -87,19 +87,21 @@ class Bundle:
         return tasks[index]
 
 
-def load_bundle(path: str | Path) -> Bundle:
+def load_bundle(path: str | Path, *, build_concurrency: int | None = None) -> Bundle:
     """Load and check the bundle at `path`; raises one BundleError listing every problem.
 
     A folder of Harbor tasks (or one task folder: task.toml and instruction.md), or a path written
-    `harbor:PATH`, is read as one (`agent_env.harbor`), its images built in the Docker engine."""
+    `harbor:PATH`, is read as one (`agent_env.harbor`), its images built in the Docker engine,
+    `build_concurrency` at once (default: $AGENTENV_BUILD_CONCURRENCY, else twice the cores, at most
+    8)."""
     harbor = harbor_folder(path)
     if harbor is not None:
-        return _harbor_bundle(harbor, str(path))
+        return _harbor_bundle(harbor, str(path), build_concurrency)
     return _Loader(Path(path)).load()
 
 
-def _harbor_bundle(folder: Path, shown: str) -> Bundle:
-    read, problems = read_harbor(folder)
+def _harbor_bundle(folder: Path, shown: str, build_concurrency: int | None) -> Bundle:
+    read, problems = read_harbor(folder, build_concurrency=build_concurrency)
     if read is None or problems:
         raise BundleError(shown, problems)
     return Bundle(

@@ -6,7 +6,9 @@ tasks can be solved and that their verifiers score a correct play 1.0. The demo 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +34,8 @@ class ReplayResult:
     """The first call the episode refused, and why: what to fix first when the score is wrong."""
     verifier_scores: tuple[float, ...] = ()
     """Each verifier's score, in the task's order, once the play was scored."""
+    seconds: float | None = None
+    """How long the play took, from its deploy to its teardown's end."""
 
     def why(self, verifiers: Sequence[str]) -> str:
         """Why the play scored what it did, in a line: its error, else each verifier's score (named by
@@ -48,6 +52,7 @@ class ReplayResult:
 async def replay(episode: Episode, turns: Sequence[ScriptedTurn]) -> ReplayResult:
     """Deploy, play `turns` (ending any turn the script leaves open with an empty reply), tear down."""
     result = ReplayResult()
+    started = time.perf_counter()
     try:
         prompt: str | None = await episode.deploy()
         turn = 0
@@ -74,7 +79,27 @@ async def replay(episode: Episode, turns: Sequence[ScriptedTurn]) -> ReplayResul
         result.error = str(exc)
     finally:
         await episode.teardown()
+        result.seconds = time.perf_counter() - started
     return result
+
+
+async def replay_many(
+    plays: Sequence[tuple[Episode, Sequence[ScriptedTurn]]], *, concurrency: int = 1
+) -> list[ReplayResult]:
+    """Each episode played with its turns as `replay` plays it, up to `concurrency` at once; the
+    results in the plays' order, whichever ended first. A dataset's plays mostly wait (on their
+    containers, their commands, their verifiers), so they overlap well."""
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        from agent_env._errors import ArgumentError
+
+        raise ArgumentError(f"concurrency must be a positive integer, got {concurrency!r}")
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(episode: Episode, turns: Sequence[ScriptedTurn]) -> ReplayResult:
+        async with slots:
+            return await replay(episode, turns)
+
+    return list(await asyncio.gather(*(one(episode, turns) for episode, turns in plays)))
 
 
 def load_solutions(bundle: Bundle, split: str) -> dict[str, Solution]:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import time
 from collections.abc import Sequence
 
 from agent_env._bundle.advice import reply_advice
+from agent_env._concurrency import BUILD_CONCURRENCY_VARIABLE, default_concurrency
 from agent_env._table import table
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.cli import eval as eval_command
@@ -20,7 +22,7 @@ from agent_env.cli.play import play_in_terminal
 from agent_env.episode import Episode
 from agent_env.errors import AgentEnvError, BundleError
 from agent_env.recording import DEFAULT_MAX_MB
-from agent_env.replay import load_solutions, replay
+from agent_env.replay import ReplayResult, load_solutions, replay_many
 from agent_env.sandbox.config import DEFAULT_IMAGE
 from agent_env.sandbox.registry import PROVIDERS
 from agent_env.task import Task
@@ -46,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="load a bundle and report every problem in it")
     check.add_argument("bundle")
+    _add_build_concurrency(check)
     check.set_defaults(run=_check)
 
     tasks = commands.add_parser("tasks", help="list a bundle's tasks: index, id, toolset, turns")
@@ -66,6 +69,15 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("bundle")
     replay.add_argument("--split", help="only this split (default: every split)")
     replay.add_argument("--sandbox", choices=PROVIDERS, help="sandbox provider (default: the bundle's)")
+    replay.add_argument(
+        "--concurrency",
+        type=_positive,
+        default=default_concurrency(),
+        metavar="N",
+        help="tasks played at once; the table keeps the tasks' order (default: twice the cores, at most "
+        f"8: {default_concurrency()} here)",
+    )
+    _add_build_concurrency(replay)
     replay.set_defaults(run=_replay)
 
     serve = commands.add_parser(
@@ -148,6 +160,26 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_build_concurrency(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--build-concurrency",
+        type=_positive,
+        metavar="N",
+        help="Harbor tasks: images built at once at load, each build context once (default: "
+        f"${BUILD_CONCURRENCY_VARIABLE}, else twice the cores, at most 8: {default_concurrency()} here)",
+    )
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number, 1 or more, got {text!r}")
+    return value
+
+
 def _sandbox_image(args: argparse.Namespace) -> int:
     from agent_env.sandbox.docker_image import build_sandbox_image
 
@@ -163,7 +195,7 @@ def _view(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    bundle = load_bundle(args.bundle)
+    bundle = load_bundle(args.bundle, build_concurrency=args.build_concurrency)
     splits = ", ".join(f"{name} {len(tasks)}" for name, tasks in bundle.splits.items())
     print(f"{bundle.name}: ok: {len(bundle.envs)} envs, {len(bundle.agents)} agents, tasks: {splits}")
     advice = reply_advice(task for split in bundle.splits for task in bundle.tasks(split))
@@ -237,42 +269,50 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    bundle = load_bundle(args.bundle)
+    bundle = load_bundle(args.bundle, build_concurrency=args.build_concurrency)
     rows = []
     failures = unplayed = 0
     reasons: list[str] = []
+    plays = [
+        (split, task, load_solutions(bundle, split).get(task.id))
+        for split in _splits(bundle, args.split)
+        for task in bundle.tasks(split)
+    ]
 
-    async def replay_all() -> None:
-        nonlocal failures, unplayed
-        for split in _splits(bundle, args.split):
-            solutions = load_solutions(bundle, split)
-            for task in bundle.tasks(split):
-                script = solutions.get(task.id)
-                result = await replay(Episode(task, provider=args.sandbox), script.turns if script else [])
-                expected = script.expected_score if script else None
-                ok = expected is not None and result.score == expected
-                nothing_to_check = script is None and result.error is None
-                unplayed += nothing_to_check
-                failures += not ok and not nothing_to_check
-                verdict = "ok" if ok else (result.error or ("no solution" if script is None else "WRONG"))
-                if verdict == "WRONG":
-                    verifiers = [verifier.spec.type for verifier in task.verifiers]
-                    reasons.append(f"{split}/{task.index} {task.id}: {result.why(verifiers)}")
-                rows.append(
-                    (
-                        split,
-                        task.index,
-                        task.id,
-                        task.toolset.name,
-                        result.tool_calls,
-                        result.score,
-                        expected,
-                        verdict,
-                    )
-                )
+    async def replay_all() -> list[ReplayResult]:
+        episodes = [Episode(task, provider=args.sandbox) for _, task, _ in plays]  # refused before any play
+        turns = [script.turns if script else [] for _, _, script in plays]
+        return await replay_many(list(zip(episodes, turns, strict=True)), concurrency=args.concurrency)
 
-    asyncio.run(replay_all())
-    print(table(("split", "index", "id", "toolset", "calls", "score", "expected", "result"), rows))
+    started = time.perf_counter()
+    results = asyncio.run(replay_all())
+    took = time.perf_counter() - started
+    for (split, task, script), result in zip(plays, results, strict=True):
+        expected = script.expected_score if script else None
+        ok = expected is not None and result.score == expected
+        nothing_to_check = script is None and result.error is None
+        unplayed += nothing_to_check
+        failures += not ok and not nothing_to_check
+        verdict = "ok" if ok else (result.error or ("no solution" if script is None else "WRONG"))
+        if verdict == "WRONG":
+            verifiers = [verifier.spec.type for verifier in task.verifiers]
+            reasons.append(f"{split}/{task.index} {task.id}: {result.why(verifiers)}")
+        rows.append(
+            (
+                split,
+                task.index,
+                task.id,
+                task.toolset.name,
+                result.tool_calls,
+                result.score,
+                expected,
+                f"{result.seconds or 0.0:.2f}",
+                verdict,
+            )
+        )
+
+    print(table(("split", "index", "id", "toolset", "calls", "score", "expected", "seconds", "result"), rows))
+    print(f"\n{len(rows)} task{'s' if len(rows) != 1 else ''} played in {took:.2f} s, up to {args.concurrency} at once")
     played = len(rows) - unplayed
     if reasons:
         print("\nwhy each WRONG one scored as it did:\n" + "\n".join(f"  {reason}" for reason in reasons))

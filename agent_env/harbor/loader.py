@@ -20,14 +20,15 @@ import functools
 import logging
 import shlex
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from agent_env._bundle.folder import PROMPT_CAP, BundleFolder
+from agent_env._concurrency import build_concurrency as build_concurrency_of
 from agent_env._digest import folder_digest
 from agent_env.errors import Problem, validation_problems
 from agent_env.harbor.config import EnvironmentSection, TaskToml, resolve_env
@@ -37,6 +38,9 @@ from agent_env.specs import DEFAULT_ROLE, ScriptedCall, ScriptedTurn, Solution
 from agent_env.task import Agent, AgentConfig, BundleConfig, Task
 from agent_env.toolset import Toolset
 from agent_env.verifiers import ScriptCheck, Verifier
+
+if TYPE_CHECKING:
+    from agent_env.sandbox.docker_build import TaskImage
 
 PREFIX = "harbor:"
 """Written before a path (`harbor:tasks/`), it names Harbor task folders whatever they hold."""
@@ -99,12 +103,13 @@ def _children(folder: Path) -> list[Path]:
 
 
 def read_harbor(
-    path: Path, *, build: bool = True, client: Any = None
+    path: Path, *, build: bool = True, client: Any = None, build_concurrency: int | None = None
 ) -> tuple[HarborTasks | None, list[Problem]]:
     """The tasks under `path` (one task folder, or a folder of them), and every problem found. With
     `build`, each task's image is built (or found) in the Docker engine (`client`, default: the one
-    DOCKER_HOST names), which a problem names when it cannot."""
-    return _Reader(path, build, client).read()
+    DOCKER_HOST names), which a problem names when it cannot: `build_concurrency` at once (default:
+    $AGENTENV_BUILD_CONCURRENCY, else twice the cores, at most 8), each build context once."""
+    return _Reader(path, build, client, build_concurrency_of(build_concurrency)).read()
 
 
 @dataclass(frozen=True)
@@ -122,11 +127,12 @@ class _Checked:
 
 
 class _Reader:
-    def __init__(self, path: Path, build: bool, client: Any) -> None:
+    def __init__(self, path: Path, build: bool, client: Any, builds: int) -> None:
         self.shown = str(path)
         self.root = path.resolve()
         self.build = build
         self.client = client
+        self.builds = builds
         self.folder = BundleFolder(self.root, MAX_TESTS_BYTES, kind="task folder")
         """Every file is read by its rule: inside the folder (no link out of it), regular, capped."""
         self.problems: list[Problem] = self.folder.problems
@@ -153,10 +159,12 @@ class _Reader:
         splits_of = self._splits([f.name for f in folders]) if not single else {}
         if self.problems:  # no image is built for a dataset that does not load
             return None, self.problems
+        loaded = [one for one in checked if one is not None]
+        images, held = self._images(loaded) if self.build else ({}, {})
         tasks: dict[str, tuple[Task, Solution | None]] = {}
-        for one in checked:
-            assert one is not None
-            made = self._made(one)
+        for one in loaded:
+            self.problems.extend(held.get(one.folder, ()))  # each task's problems in the tasks' order
+            made = self._made(one, images.get(one.folder))
             if made is not None:
                 tasks[one.folder.name] = made
         if self.problems:
@@ -238,16 +246,13 @@ class _Reader:
             return None
         return _Checked(folder, where, config, text, tests, env, verifier_env, solution_env)
 
-    def _made(self, checked: _Checked) -> tuple[Task, Solution | None] | None:
-        """The task and its reference play, its image built (or found) first; None if it cannot be."""
+    def _made(self, checked: _Checked, built: TaskImage | None) -> tuple[Task, Solution | None] | None:
+        """The task and its reference play, given its image (built or found); None if it has none."""
         folder, where, config, env = checked.folder, checked.where, checked.config, checked.env
         environment = config.environment
         workdir = environment.workdir
         image = environment.docker_image or "agent-env-harbor:unbuilt"
         if self.build:
-            if not self._fits_engine(where, environment):
-                return None
-            built = self._image(folder, where, environment.docker_image, environment.build_timeout_sec)
             if built is None:
                 return None
             image, workdir = built.tag, workdir or built.workdir
@@ -432,18 +437,38 @@ class _Reader:
             )
         return fits
 
-    def _image(self, folder: Path, where: str, docker_image: str | None, timeout_s: float) -> Any:
-        from agent_env.sandbox.docker_build import task_image
-        from agent_env.sandbox.docker_image import ImageBuildError
+    def _images(
+        self, checked: Sequence[_Checked]
+    ) -> tuple[dict[Path, TaskImage], dict[Path, list[Problem]]]:
+        """Each task's image, built (or found) `self.builds` at a time, each build context once; and
+        each task's problems (resources the engine lacks, a failed build), to be told in task order."""
+        from agent_env.sandbox.docker_build import ImageRequest, TaskImage, task_images
 
-        client = self._engine(where)
-        if client is None:
-            return None
-        try:
-            return task_image(client, folder / "environment", docker_image, timeout_s)
-        except ImageBuildError as exc:
-            self.problem(f"{where}environment/", str(exc))
-        return None
+        if not checked or self._engine(checked[0].where) is None:
+            return {}, {}
+        held: dict[Path, list[Problem]] = {}
+        asked: list[_Checked] = []
+        for one in checked:
+            mark = len(self.problems)
+            if self._fits_engine(one.where, one.config.environment):
+                asked.append(one)
+            held[one.folder] = self.problems[mark:]
+            del self.problems[mark:]
+        requests = [
+            ImageRequest(
+                one.folder / "environment",
+                one.config.environment.docker_image,
+                one.config.environment.build_timeout_sec,
+            )
+            for one in asked
+        ]
+        images: dict[Path, TaskImage] = {}
+        for one, got in zip(asked, task_images(self.client, requests, self.builds), strict=True):
+            if isinstance(got, TaskImage):
+                images[one.folder] = got
+            else:
+                held[one.folder].append(Problem(f"{one.where}environment/", str(got)))
+        return images, held
 
     def _solution(self, folder: Path, where: str, workdir: str, env: Mapping[str, str]) -> Solution | None:
         """solution/ as the reference play: one bash call that copies it to /solution and runs solve.sh."""

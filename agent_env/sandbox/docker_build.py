@@ -2,24 +2,35 @@
 Harbor task's environment/ or `docker_image`).
 
 The tag is the build context's content digest (`agent-env-harbor:<digest>`), so a folder that did not
-change finds its image already built: a second load or episode builds nothing. A build that fails or
-outlasts its time is an `ImageBuildError` with the build log's last lines.
+change finds its image already built: a second load or episode builds nothing. The image carries the
+IDs of the images its Dockerfile builds on (`FROM`, `COPY --from`) as a label, and is rebuilt when
+the engine's image of one of those names is another now (a base re-tagged to a newer image); a base
+the engine lacks (images carried to a machine without network, bases left behind) is not a reason
+to. A build that fails or outlasts its time is an `ImageBuildError` with the informative lines of
+its log (`build_log.py`).
 """
 
 from __future__ import annotations
 
+import json
 import time
-from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agent_env._digest import folder_digest
+from agent_env._errors import ArgumentError
+from agent_env.sandbox.build_log import BuildLog
 from agent_env.sandbox.docker_engine import SANDBOX_LABEL
 from agent_env.sandbox.docker_image import ImageBuildError
+from agent_env.sandbox.dockerfile import base_images
 
 IMAGE_REPOSITORY = "agent-env-harbor"
-LOG_TAIL_LINES = 20
+BASES_LABEL = f"{SANDBOX_LABEL}.harbor.bases"
+"""On an image built here: the IDs of the images it was built on, by the names its Dockerfile uses
+(JSON); none when its Dockerfile's bases could not be told, and then it is rebuilt at each load."""
 
 
 @dataclass(frozen=True)
@@ -56,19 +67,61 @@ def task_image(client: Any, environment: Path, docker_image: str | None, build_t
                 ) from None
         return TaskImage(docker_image, _workdir(image), built=False)
     tag = image_tag(environment)
+    bases = _bases(client, environment)
     try:
-        return TaskImage(tag, _workdir(client.images.get(tag)), built=False)
+        found = client.images.get(tag)
     except docker.errors.ImageNotFound:
-        pass
-    _build(client, environment, tag, build_timeout_s)
+        found = None
+    if found is not None and _built_on(found, bases):
+        return TaskImage(tag, _workdir(found), built=False)
+    _build(client, environment, tag, build_timeout_s, bases)
     return TaskImage(tag, _workdir(client.images.get(tag)), built=True)
 
 
-def _build(client: Any, environment: Path, tag: str, timeout_s: float) -> None:
-    """Build environment/ as `tag`; a failure raises with the build log's last lines."""
+def _bases(client: Any, environment: Path) -> dict[str, str | None] | None:
+    """The ID of each image the Dockerfile builds on, by its name there (None: the engine lacks it);
+    None when which images those are cannot be told from the Dockerfile."""
     import docker.errors
 
-    tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+    try:
+        names = base_images((environment / "Dockerfile").read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
+    if names is None:
+        return None
+    ids: dict[str, str | None] = {}
+    for name in names:
+        try:
+            ids[name] = str(client.images.get(name).id)
+        except (docker.errors.ImageNotFound, docker.errors.APIError):  # absent, or not a valid name
+            ids[name] = None
+    return ids
+
+
+def _built_on(image: Any, bases: dict[str, str | None] | None) -> bool:
+    """Whether `image` was built on the images the engine has now under its bases' names (a base the
+    engine lacks does not count: it could not be built again anyway)."""
+    if bases is None:
+        return False
+    try:
+        recorded = json.loads(((image.attrs.get("Config") or {}).get("Labels") or {})[BASES_LABEL])
+    except (KeyError, TypeError, ValueError):
+        recorded = {}
+    if not isinstance(recorded, dict):
+        recorded = {}
+    return all(now is None or recorded.get(name) == now for name, now in bases.items())
+
+
+def _build(
+    client: Any, environment: Path, tag: str, timeout_s: float, bases: dict[str, str | None] | None
+) -> None:
+    """Build environment/ as `tag`; a failure raises with the build log's informative lines."""
+    import docker.errors
+
+    labels = {f"{SANDBOX_LABEL}.harbor": "1"}
+    if bases is not None:
+        labels[BASES_LABEL] = json.dumps({n: i for n, i in bases.items() if i is not None}, sort_keys=True)
+    log = BuildLog()
     deadline = time.monotonic() + timeout_s
     try:
         for chunk in client.api.build(
@@ -77,26 +130,24 @@ def _build(client: Any, environment: Path, tag: str, timeout_s: float) -> None:
             rm=True,
             forcerm=True,
             decode=True,
-            labels={f"{SANDBOX_LABEL}.harbor": "1"},
+            labels=labels,
             timeout=timeout_s,
         ):
-            for line in str(chunk.get("stream", "")).splitlines():
-                if line.strip():
-                    tail.append(line.rstrip())
+            log.add(str(chunk.get("stream", "")))
             if "error" in chunk:
-                tail.append(str(chunk["error"]).strip())
-                raise ImageBuildError(_failed("failed", tail))
+                log.add_line(str(chunk["error"]))
+                raise ImageBuildError(_failed("failed", log))
             if time.monotonic() > deadline:
-                raise ImageBuildError(_failed(f"ran past its build_timeout_sec of {timeout_s:g} s", tail))
+                raise ImageBuildError(_failed(f"ran past its build_timeout_sec of {timeout_s:g} s", log))
     except docker.errors.APIError as exc:
-        tail.append(str(exc.explanation or exc))
-        raise ImageBuildError(_failed("failed", tail)) from None
+        log.add_line(str(exc.explanation or exc))
+        raise ImageBuildError(_failed("failed", log)) from None
     except OSError as exc:  # the engine's answer timed out
-        raise ImageBuildError(_failed(f"did not finish within {timeout_s:g} s ({exc})", tail)) from None
+        raise ImageBuildError(_failed(f"did not finish within {timeout_s:g} s ({exc})", log)) from None
 
 
-def _failed(how: str, tail: deque[str]) -> str:
-    log = "\n      ".join(tail) or "(no output)"
+def _failed(how: str, build_log: BuildLog) -> str:
+    log = "\n      ".join(build_log.lines()) or "(no output)"
     return (
         f"environment/Dockerfile's build {how}; its log ends:\n      {log}\n    fix the Dockerfile (or raise "
         "[environment] build_timeout_sec), or build the image on a machine with network and name it in "
@@ -107,3 +158,43 @@ def _failed(how: str, tail: deque[str]) -> str:
 def _workdir(image: Any) -> str:
     """The image's WORKDIR, where Harbor runs commands when the task names none; / without one."""
     return str((image.attrs.get("Config") or {}).get("WorkingDir") or "/")
+
+
+@dataclass(frozen=True)
+class ImageRequest:
+    """One task's image, as its task.toml asks for it: `docker_image` by name, else its environment/
+    built within `build_timeout_s`."""
+
+    environment: Path
+    docker_image: str | None
+    build_timeout_s: float
+
+    def key(self) -> str:
+        """What identical requests share: the image's name, or the build context's content tag."""
+        return f"name {self.docker_image}" if self.docker_image is not None else image_tag(self.environment)
+
+
+def task_images(
+    client: Any, requests: Sequence[ImageRequest], concurrency: int
+) -> list[TaskImage | ImageBuildError]:
+    """Each request's image (or why it could not be had), in the requests' order: up to `concurrency`
+    built or fetched at once, identical requests (one image name, or build contexts of one content)
+    once. The engine builds images side by side, and a build mostly waits (on its base's layers, its
+    downloads, its commits), so a dataset builds in a fraction of the time one at a time takes."""
+    if concurrency < 1:
+        raise ArgumentError(f"concurrency must be 1 or more, got {concurrency}")
+    keys = [request.key() for request in requests]
+    first = {key: requests[keys.index(key)] for key in dict.fromkeys(keys)}
+
+    def one(request: ImageRequest) -> TaskImage | ImageBuildError:
+        try:
+            return task_image(client, request.environment, request.docker_image, request.build_timeout_s)
+        except ImageBuildError as exc:
+            return exc
+
+    if concurrency == 1 or len(first) <= 1:
+        got = {key: one(request) for key, request in first.items()}
+    else:
+        with ThreadPoolExecutor(min(concurrency, len(first)), thread_name_prefix="agent-env-build") as pool:
+            got = dict(zip(first, pool.map(one, first.values()), strict=True))
+    return [got[key] for key in keys]

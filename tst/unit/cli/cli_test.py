@@ -142,7 +142,7 @@ def test_replay_plays_the_library_s_mcp_catalog_and_simulated_members_and_every_
     assert done.returncode == 0, done.stdout + done.stderr
     assert "7 of 7 tasks scored as their reference play expects" in done.stdout
     assert ["train", "3", "desk-ada", "catalog", "2", "1.00", "1.00", "ok"] in [
-        line.split() for line in done.stdout.splitlines()
+        line.split()[:7] + line.split()[8:] for line in done.stdout.splitlines()
     ]
 
 
