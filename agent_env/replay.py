@@ -34,8 +34,9 @@ class ReplayResult:
     """The first call the episode refused, and why: what to fix first when the score is wrong."""
     verifier_scores: tuple[float, ...] = ()
     """Each verifier's score, in the task's order, once the play was scored."""
-    seconds: float | None = None
-    """How long the play took, from its deploy to its teardown's end."""
+    seconds: float | None = field(default=None, compare=False)
+    """How long the play took, from its deploy to its teardown's end (no part of what it scored, so
+    not compared)."""
 
     def why(self, verifiers: Sequence[str]) -> str:
         """Why the play scored what it did, in a line: its error, else each verifier's score (named by

@@ -312,7 +312,8 @@ def _replay(args: argparse.Namespace) -> int:
         )
 
     print(table(("split", "index", "id", "toolset", "calls", "score", "expected", "seconds", "result"), rows))
-    print(f"\n{len(rows)} task{'s' if len(rows) != 1 else ''} played in {took:.2f} s, up to {args.concurrency} at once")
+    tasks = f"{len(rows)} task{'s' if len(rows) != 1 else ''}"
+    print(f"\n{tasks} played in {took:.2f} s, up to {args.concurrency} at once")
     played = len(rows) - unplayed
     if reasons:
         print("\nwhy each WRONG one scored as it did:\n" + "\n".join(f"  {reason}" for reason in reasons))

@@ -437,9 +437,7 @@ class _Reader:
             )
         return fits
 
-    def _images(
-        self, checked: Sequence[_Checked]
-    ) -> tuple[dict[Path, TaskImage], dict[Path, list[Problem]]]:
+    def _images(self, checked: Sequence[_Checked]) -> tuple[dict[Path, TaskImage], dict[Path, list[Problem]]]:
         """Each task's image, built (or found) `self.builds` at a time, each build context once; and
         each task's problems (resources the engine lacks, a failed build), to be told in task order."""
         from agent_env.sandbox.docker_build import ImageRequest, TaskImage, task_images

@@ -23,7 +23,7 @@ NO_BASE = "scratch"
 """`FROM scratch`: an empty image, built on nothing."""
 
 
-class _Unknown(AgentEnvError):
+class _UnknownError(AgentEnvError):
     """A name that cannot be told without building (a variable that is not declared): caught here,
     never raised out."""
 
@@ -56,10 +56,10 @@ def base_images(text: str) -> tuple[str, ...] | None:
                     if word.lower().startswith("--from="):
                         source = word.split("=", 1)[1]
                         if "$" in source:
-                            raise _Unknown(source)
+                            raise _UnknownError(source)
                         if not source.isdigit() and source.lower() not in stages:
                             _add(bases, source)
-    except _Unknown:
+    except _UnknownError:
         return None
     return tuple(bases)
 
@@ -125,14 +125,14 @@ def _substitute(word: str, declared: Mapping[str, str | None]) -> str:
         if match.group(2) == "-":
             word = match.group(3)
             if "$" in word:
-                raise _Unknown(word)
+                raise _UnknownError(word)
             return given or word
         if match.group(2) == "+":
             if "$" in match.group(3):
-                raise _Unknown(match.group(3))
+                raise _UnknownError(match.group(3))
             return match.group(3) if given else ""
         if name not in declared:
-            raise _Unknown(name)
+            raise _UnknownError(name)
         return given
 
     return _VARIABLE.sub(value, word)

@@ -65,7 +65,7 @@ def test_agent_env_check_lists_the_dataset_and_replay_scores_every_solution_as_i
     assert (checked, replayed) == (0, 0)
     assert check_out == "dataset: ok: 0 envs, 1 agents, tasks: train 3\n"
     rows = [line.split() for line in replay_out.splitlines()[2:5]]
-    assert [(row[2], row[5], row[7]) for row in rows] == [
+    assert [(row[2], row[5], row[8]) for row in rows] == [
         ("greeting", "1.00", "ok"),
         ("lines", "1.00", "ok"),
         ("marker", "1.00", "ok"),

@@ -31,7 +31,9 @@ def relay_bundle(root: Path, shared: Path) -> Path:
     for n in range(AT_ONCE):
         started = WAIT.format(test=f'[ "$(ls {shared} | grep -c started)" -ge {AT_ONCE} ]')
         after = WAIT.format(test=f"[ -e {shared}/ended-{n + 1} ]") if n + 1 < AT_ONCE else ":"
-        command = f"touch {shared}/started-{n}; {started}; {after}; echo done > out.txt; touch {shared}/ended-{n}"
+        command = (
+            f"touch {shared}/started-{n}; {started}; {after}; echo done > out.txt; touch {shared}/ended-{n}"
+        )
         tasks.append(
             {
                 "id": f"relay-{n}",
@@ -40,11 +42,17 @@ def relay_bundle(root: Path, shared: Path) -> Path:
                 "verifiers": [{"type": "bash", "command": "grep -q done out.txt"}],
             }
         )
-        solutions.append({"id": f"relay-{n}", "turns": [{"calls": [{"tool": "bash", "arguments": {"command": command}}]}]})
+        solutions.append(
+            {"id": f"relay-{n}", "turns": [{"calls": [{"tool": "bash", "arguments": {"command": command}}]}]}
+        )
     tasks.append({**tasks[0], "id": "idle"})
-    solutions.append({"id": "idle", "turns": [{"calls": [{"tool": "bash", "arguments": {"command": "true"}}]}]})
+    solutions.append(
+        {"id": "idle", "turns": [{"calls": [{"tool": "bash", "arguments": {"command": "true"}}]}]}
+    )
     lines = "".join(json.dumps(solution) + "\n" for solution in solutions)
-    return make_bundle(root, toml=TOML, envs={}, tasks={"train": tasks}, files={"solutions/train.jsonl": lines})
+    return make_bundle(
+        root, toml=TOML, envs={}, tasks={"train": tasks}, files={"solutions/train.jsonl": lines}
+    )
 
 
 def replay(bundle: Path, *options: str) -> subprocess.CompletedProcess[str]:
@@ -57,7 +65,7 @@ def replay(bundle: Path, *options: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_replay_plays_tasks_at_once_and_lists_them_in_task_order_with_each_ones_time_and_exits_1_for_a_wrong_one(
+def test_replay_plays_tasks_at_once_lists_them_in_task_order_with_each_ones_time_and_exits_1_for_a_wrong_one(
     tmp_path: Path,
 ):
     shared = tmp_path / "shared"

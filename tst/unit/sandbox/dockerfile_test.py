@@ -53,7 +53,10 @@ def test_a_base_named_by_a_variable_the_file_does_not_declare_is_unknown(text: s
 
 
 def test_continued_lines_comments_in_them_and_the_escape_directive_are_read_as_the_builder_does():
-    text = "# escape=`\n# a comment\nARG V=1 `\n    W=2\nfrom `\n  # inside\n  alpine:${V}.${W} as Stage\nFROM stage\n"
+    text = (
+        "# escape=`\n# a comment\nARG V=1 `\n    W=2\nfrom `\n  # inside\n  alpine:${V}.${W} as Stage\n"
+        "FROM stage\n"
+    )
 
     assert base_images(text) == ("alpine:1.2",)
 
