@@ -57,6 +57,11 @@ class TaskResult(BaseModel):
     )
     pass_at_1: float | None
     pass_at_k: float | None = Field(description="k = the samples played (errors left out).")
+    seconds: float | None = Field(
+        default=None,
+        description="The mean time of its samples, from the reset to the score (the model's answers "
+        "included); None in results written before it was recorded.",
+    )
 
     @computed_field(  # type: ignore[prop-decorator]
         description="The share of the samples played (errors left out) that passed; None when every "
@@ -122,14 +127,25 @@ class EvalResult(BaseModel):
             "pass@k",
             "errors",
             "failed",
+            "seconds",
         )
         rows: list[Sequence[object]] = [
-            (t.index, t.id, t.samples, t.mean_score, t.score_std, t.min_score, t.max_score, *_rates(t))
+            (
+                t.index,
+                t.id,
+                t.samples,
+                t.mean_score,
+                t.score_std,
+                t.min_score,
+                t.max_score,
+                *_rates(t),
+                t.seconds,
+            )
             for t in self.tasks
         ]
         # std, min and max are each task's own: across tasks they would select nothing
         totals = (self.samples, self.mean_score, None, None, None, self.pass_at_1, self.pass_at_k)
-        rows.append(("all", f"{len(self.tasks)} tasks", *totals, self.errors, self.failed))
+        rows.append(("all", f"{len(self.tasks)} tasks", *totals, self.errors, self.failed, None))
         return table(header, rows)
 
 
@@ -155,6 +171,7 @@ def task_result(trajectories: Sequence[Trajectory]) -> TaskResult:
         max_score=max(scores) if n else None,
         pass_at_1=pass_at_k(n, passed, 1) if n else None,
         pass_at_k=pass_at_k(n, passed, n) if n else None,
+        seconds=_mean([t.timings.total_s for t in trajectories]),
     )
 
 

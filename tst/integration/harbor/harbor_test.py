@@ -251,10 +251,17 @@ def test_agent_env_eval_plays_the_dataset_with_a_scripted_model_each_sample_scor
     out, err = capsys.readouterr()
     assert code == 0
     assert "eval: 6/6 episodes, mean score 0.50, 0 errors" in err
-    rows = {line.split()[1]: line.split()[2:4] for line in out.split("\n\n")[0].splitlines()[2:5]}
-    assert rows == {"greeting": ["2", "0.50"], "lines": ["2", "0.00"], "marker": ["2", "1.00"]}
+    table = [line.split() for line in out.split("\n\n")[0].splitlines()[2:5]]
+    assert {row[1]: row[2:4] for row in table} == {
+        "greeting": ["2", "0.50"],
+        "lines": ["2", "0.00"],
+        "marker": ["2", "1.00"],
+    }
+    assert all(float(row[-1]) > 0 for row in table)  # each task's mean seconds
     recorded = list(read_trajectories(tmp_path))
     assert sorted(t.score for t in recorded) == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+    first, second, *_ = sorted((t.started_at or 0.0, t.ended_at or 0.0) for t in recorded)
+    assert second[0] < first[1]  # played at once: the second began before the first ended
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,7 @@ def test_eval_prints_progress_then_each_task_s_mean_spread_and_pass_at_k_and_wri
     header, _, *table = out.split("\n\n")[0].splitlines()
     assert header.split() == [
         *("index", "id", "samples", "mean", "std", "min", "max"),
-        *("pass@1", "pass@k", "errors", "failed"),
+        *("pass@1", "pass@k", "errors", "failed", "seconds"),
     ]
     rows = {line.split()[1]: line.split() for line in table}
     assert rows[IDS[0]][2:9] == ["2", "0.50", "0.50", "0.00", "1.00", "0.50", "1.00"]
@@ -202,7 +202,7 @@ def test_an_endpoint_whose_answer_trickles_in_is_an_error_at_request_timeout_and
     assert "1 sample failed at the model's endpoint" in done.stderr
     assert "the mean is not the model's: exit 3" in done.stderr
     totals = next(line.split() for line in done.stdout.splitlines() if line.startswith("all"))
-    assert totals[3:5] == ["11", "0.10"] and totals[-2:] == ["1", "0"]
+    assert totals[3:5] == ["11", "0.10"] and totals[-3:] == ["1", "0", "-"]
     assert json.loads((tmp_path / "results.json").read_text())["errors"] == 1
 
 
