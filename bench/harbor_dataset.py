@@ -1,0 +1,185 @@
+"""9. A Harbor dataset at the engine's speed: its images built and its reference plays replayed, one
+at a time and concurrently, side by side in the same run.
+
+The dataset is written here: TASKS task folders, each with its own small Dockerfile FROM the sandbox
+image (a step writing the task's numbers, and a step that waits 0.5 s in place of a download, as
+Terminal-Bench's `apt-get` and `pip` steps wait on the network: this engine has none), so that each
+is a build of its own, a test.sh that checks the answer and a solve.sh that writes it. The builds:
+the dataset loaded with one build at a time, then with the default, each time with Dockerfiles of a
+new nonce (no image or layer of the engine's to reuse), and the same again without the wait (the
+engine's own work alone, no target). The plays: every task's solve.sh replayed as `agent-env
+replay` plays it (`replay_many`), one at a time, then at the default concurrency. Target: each way
+at least 1.8 times as fast concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from agent_env.sandbox.docker_engine import SANDBOX_LABEL
+from bench.common import Figure, Results, docker_engine
+
+TASKS = 50
+QUICK_TASKS = 4
+TARGET = 1.8
+DOWNLOAD_S = 0.5
+REMOVED_WITHIN_S = 120.0
+TOML = """[agent]
+timeout_sec = 60.0
+
+[verifier]
+timeout_sec = 30.0
+
+[environment]
+memory_mb = 256
+build_timeout_sec = 300.0
+"""
+
+
+def write_dataset(root: Path, count: int, nonce: str, *, download: bool = True) -> Path:
+    """`count` Harbor task folders under `root`, each a build of its own (its numbers, the nonce)."""
+    from agent_env.sandbox.config import DEFAULT_IMAGE
+
+    for n in range(count):
+        task = root / f"sum-{n:03d}"
+        for folder in ("environment", "tests", "solution"):
+            (task / folder).mkdir(parents=True, exist_ok=True)
+        numbers = n + 2
+        wait = f"RUN sleep {DOWNLOAD_S:g}  # in place of a download\n" if download else ""
+        (task / "environment" / "Dockerfile").write_text(
+            f"FROM {DEFAULT_IMAGE}\n"
+            f"RUN mkdir -p /srv/task && seq 1 {numbers} > /srv/task/numbers && echo {nonce} > /srv/task/.built\n"
+            f"{wait}WORKDIR /srv/task\n"
+        )
+        (task / "task.toml").write_text(TOML)
+        (task / "instruction.md").write_text(
+            "/srv/task/numbers holds a number a line. Write their sum to /srv/task/answer.\n"
+        )
+        expected = numbers * (numbers + 1) // 2
+        (task / "tests" / "test.sh").write_text(
+            "#!/bin/bash\nmkdir -p /logs/verifier\n"
+            f'if [ "$(cat /srv/task/answer 2>/dev/null)" = "{expected}" ]; then echo 1; else echo 0; fi'
+            " > /logs/verifier/reward.txt\n"
+        )
+        (task / "solution" / "solve.sh").write_text(
+            "#!/bin/bash\nawk '{s += $1} END {print s}' /srv/task/numbers > /srv/task/answer\n"
+        )
+    return root
+
+
+def built(root: Path, concurrency: int) -> tuple[float, Any]:
+    """Seconds to load the dataset at `root`, building its images `concurrency` at once; the bundle."""
+    from agent_env import load_bundle
+
+    start = time.perf_counter()
+    bundle = load_bundle(root, build_concurrency=concurrency)
+    return time.perf_counter() - start, bundle
+
+
+def removed(bundle: Any) -> None:
+    """The bundle's task images, out of the engine (each round builds its own)."""
+    import docker
+
+    client = docker.from_env(timeout=120)
+    try:
+        for task in bundle.tasks("train"):
+            with contextlib.suppress(docker.errors.APIError):
+                client.images.remove(task.sandbox_settings.image, force=True)
+    finally:
+        client.close()
+
+
+def replayed(bundle: Any, concurrency: int) -> tuple[float, int]:
+    """Seconds to replay every task's solve.sh, `concurrency` at once, until the last of their
+    containers is removed (a removal left to the background must not fall on the next way's time);
+    how many plays did not score 1."""
+    import docker
+
+    from agent_env import Episode
+    from agent_env.replay import replay_many
+
+    tasks = bundle.tasks("train")
+    solutions = bundle.solutions["train"]
+    images = {task.sandbox_settings.image for task in tasks}
+    client = docker.from_env(timeout=120)
+
+    def left() -> bool:
+        listed = client.containers.list(all=True, filters={"label": SANDBOX_LABEL}, sparse=True)
+        return any(container.attrs.get("Image") in images for container in listed)
+
+    async def play() -> tuple[float, list[Any]]:
+        plays = [(Episode(task), solutions[task.id].turns) for task in tasks]  # their engine's clients
+        start = time.perf_counter()
+        played = await replay_many(plays, concurrency=concurrency)
+        deadline = time.perf_counter() + REMOVED_WITHIN_S
+        while left() and time.perf_counter() < deadline:
+            await asyncio.sleep(0.02)
+        return time.perf_counter() - start, played
+
+    try:
+        seconds, results = asyncio.run(play())
+    finally:
+        client.close()
+    return seconds, sum(result.score != 1.0 for result in results)
+
+
+def run(results: Results, workdir: Path, *, quick: bool) -> None:
+    if not docker_engine():
+        results.add(Figure("dataset", "Harbor dataset", float("nan"), "s", note="no Docker engine"))
+        return
+    from agent_env._concurrency import default_concurrency
+
+    count = QUICK_TASKS if quick else TASKS
+    at_once = default_concurrency()
+    ways = {"one at a time": 1, f"{at_once} at once": at_once}
+    builds: dict[str, dict[str, float]] = {}
+    bundle = None
+    for kind, download in (("", True), ("no wait, ", False)):
+        builds[kind] = {}
+        for name, concurrency in ways.items():
+            root = write_dataset(
+                workdir / f"dataset-{uuid.uuid4().hex[:8]}", count, uuid.uuid4().hex, download=download
+            )
+            builds[kind][name], loaded = built(root, concurrency)
+            if download and concurrency > 1:
+                bundle = loaded  # replayed below
+            else:
+                removed(loaded)
+    assert bundle is not None
+    plays: dict[str, float] = {}
+    wrong = 0
+    try:
+        for name, concurrency in ways.items():
+            plays[name], missed = replayed(bundle, concurrency)
+            wrong += missed
+    finally:
+        removed(bundle)
+    one, many = ways
+    for kind, seconds in builds.items():
+        target = TARGET if not kind else None
+        what = f"{count} tasks' images built ({kind or f'a step waiting {DOWNLOAD_S:g} s, '}each its own)"
+        results.add(
+            Figure("dataset", f"{what}, {one}", seconds[one], "s"),
+            Figure("dataset", f"{what}, {many}", seconds[many], "s"),
+            Figure(
+                "dataset", f"{what}: {one} / {many}", seconds[one] / seconds[many], "x", target, lower=False
+            ),
+        )
+    results.add(
+        Figure("dataset", f"{count} tasks replayed (solve.sh, test.sh), {one}", plays[one], "s"),
+        Figure("dataset", f"{count} tasks replayed, {many}", plays[many], "s"),
+        Figure(
+            "dataset",
+            f"{count} tasks replayed: {one} / {many}",
+            plays[one] / plays[many],
+            "x",
+            TARGET,
+            lower=False,
+        ),
+        Figure("dataset", "replayed tasks not scoring 1", float(wrong), "", 0.0),
+    )
