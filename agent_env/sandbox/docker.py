@@ -94,6 +94,9 @@ what the entrypoint wrote as it set up is then in the container's changes at sta
 log = logging.getLogger(__name__)
 _UNCAPPED_TOLD = threading.Event()
 """Set once the log said the engine cannot cap a container's disk: it says so once a process."""
+_UNCAPPED_ENGINES: set[str] = set()
+"""The engines (by address) that said they cannot cap a container's disk: asked once a process, not
+once a provider (a Harbor dataset of 50 images has 50 providers, and a refused create costs two calls)."""
 
 
 class DockerSandbox:
@@ -304,12 +307,19 @@ class DockerSandboxProvider:
         self._entrypoint = False
         """Whether the image runs an entrypoint of its own before the init (set when it is checked)."""
         """HOME for an image of its own that declares none (the engine's exec sets none): root's."""
-        self.caps_storage = True
-        """Whether the engine caps a container's disk, until it once says it cannot."""
         self.client = client if client is not None else docker_client()
         self.removals = Removals()
         self.protected = self._check_image()
         """What the agent may not change in a container (`agent_env.sandbox.sealing`), by its image."""
+
+    @property
+    def caps_storage(self) -> bool:
+        """Whether the engine caps a container's disk, until it once says it cannot."""
+        return self._engine_address not in _UNCAPPED_ENGINES
+
+    @property
+    def _engine_address(self) -> str:
+        return str(getattr(self.client.api, "base_url", ""))
 
     async def create(self, files: Mapping[str, bytes]) -> DockerSandbox:
         self.check_room(files)
@@ -408,7 +418,7 @@ class DockerSandboxProvider:
         except docker.errors.APIError as exc:
             if "storage_opt" not in filesystem or "storage" not in str(exc).lower():
                 raise
-            self.caps_storage = False
+            _UNCAPPED_ENGINES.add(self._engine_address)
             if not _UNCAPPED_TOLD.is_set():
                 _UNCAPPED_TOLD.set()
                 log.warning(

@@ -4,6 +4,7 @@ shown clean."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import time
@@ -170,3 +171,38 @@ def test_a_failed_builds_problem_shows_the_failing_step_its_errors_and_a_retry_o
         f"The command '/bin/sh -c {step[4:]}' returned a non-zero code: 1",
     ]
     assert "\x1b" not in message
+
+
+def test_once_the_engine_said_it_cannot_cap_a_containers_disk_each_other_tasks_container_is_one_create(
+    docker_client: Any, monkeypatch: pytest.MonkeyPatch
+):
+    import docker.models.containers
+
+    from agent_env.sandbox.config import SandboxConfig
+    from agent_env.sandbox.docker import DockerSandboxProvider
+
+    creates: list[str] = []
+    real = docker.models.containers.ContainerCollection.create
+
+    def create(self: Any, image: str, *args: Any, **kwargs: Any) -> Any:
+        creates.append(image)
+        return real(self, image, *args, **kwargs)
+
+    monkeypatch.setattr(docker.models.containers.ContainerCollection, "create", create)
+    settings = SandboxConfig(provider="docker", image=DEFAULT_IMAGE, workdir="/", storage_mb=512)
+    first, second = (DockerSandboxProvider(settings, client=docker_client) for _ in range(2))
+
+    async def one_each() -> list[int]:
+        made = []
+        for provider in (first, second):
+            before = len(creates)
+            sandbox = await provider.create({})
+            made.append(len(creates) - before)
+            await sandbox.teardown()
+            await provider.close()
+        return made
+
+    made = asyncio.run(one_each())
+
+    assert made[0] in (1, 2)  # 2 where the engine refused the cap, then made it without
+    assert made[1] == 1
