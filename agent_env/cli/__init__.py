@@ -1,7 +1,8 @@
 """The `agent-env` command: check a bundle, list its tasks, play one, replay its reference plays, serve it,
 measure a model on it (`eval`).
 
-`sandbox-image` builds the image the Docker sandbox runs; `view` shows a folder of trajectories.
+`sandbox-image` builds the image the Docker sandbox runs; `view` shows a folder of trajectories;
+`export-atif` writes them as ATIF, for the tools that read Harbor's trajectory format.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from agent_env._bundle.advice import reply_advice
 from agent_env._table import table
 from agent_env.bundle import Bundle, load_bundle
-from agent_env.cli import eval as eval_command
+from agent_env.cli import eval as eval_command, export_atif
 from agent_env.cli._token import add_token_options, token_of
 from agent_env.cli.play import play_in_terminal
 from agent_env.episode import Episode
@@ -145,6 +146,8 @@ def _parser() -> argparse.ArgumentParser:
         help="address to bind (default: 127.0.0.1); another address serves every machine that reaches it",
     )
     view.set_defaults(run=_view)
+
+    export_atif.add_parser(commands)
     return parser
 
 
