@@ -234,7 +234,7 @@ def _folder_name(episode: str, taken: set[str]) -> str:
     base = (
         episode
         if _SAFE_NAME.fullmatch(episode)
-        else "episode-" + hashlib.sha256(episode.encode()).hexdigest()[:16]
+        else "episode-" + hashlib.sha256(episode.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     )
     name, number = base, 1
     while name in taken:
@@ -248,6 +248,12 @@ def _write(path: Path, document: dict[str, Any]) -> Path:
     """`document` as indented UTF-8 JSON at `path`, whole or not at all (written aside, then renamed)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     aside = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    aside.write_text(json.dumps(valid_data(document), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(aside, path)
+    try:
+        aside.write_text(
+            json.dumps(valid_data(document), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+        os.replace(aside, path)
+    except BaseException:
+        aside.unlink(missing_ok=True)
+        raise
     return path
