@@ -11,14 +11,14 @@ from __future__ import annotations
 import re
 
 _FETCHERS = re.compile(
-    r"(?<![\w./-])("
+    r"(?<![\w.-])("
     r"curl|wget|uvx|npx"
     r"|(?:python3?\s+-m\s+)?pip3?\s+install"
     r"|uv\s+(?:pip\s+install|add|sync|tool\s+install|run\s+--with)"
     r"|apt(?:-get)?\s+(?:-\S+\s+)*(?:update|install)"
     r"|apk\s+add|(?:yum|dnf|conda|mamba)\s+install"
     r"|git\s+clone|npm\s+(?:install|i|ci)|go\s+(?:get|install)|cargo\s+install"
-    r")(?![\w-])"
+    r")(?![\w.-])"
 )
 _COMMENT = re.compile(r"(?:^|\s)#.*$")
 

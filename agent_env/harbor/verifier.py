@@ -11,9 +11,10 @@ number). With reward.json, every named number is a component of the score, and t
 the named numbers. A reward that is missing, empty, not a number or not finite, and a test.sh past
 `[verifier] timeout_sec`, leave the episode unscorable (VERIFIER_FAILED: None to a trainer), never 0.
 
-Before tests/ is copied in, the task's `[[verifier.collect]]` commands run, each from the workdir within
-its own `timeout_sec`, as Harbor runs them once the agent's phase is over: what they gather is test.sh's
-to read. One that fails is said in the log (once per task and process), and test.sh still decides.
+Before test.sh, once tests/ is copied in and /logs/verifier emptied of what the agent left there, the
+task's `[[verifier.collect]]` commands run, each from the workdir within its own `timeout_sec`, as
+Harbor runs them once the agent's phase is over: what they gather is test.sh's to read. One that fails
+is said in the log (once per task and process), and test.sh still decides.
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ class HarborTests:
     collect: tuple[Collect, ...] = ()
 
     async def __call__(self, context: ScoringContext) -> Judgement:
+        await self._copy_tests(context)  # and /logs/verifier emptied of what the agent left there
         await self._collect(context)
-        await self._copy_tests(context)
         exports = "".join(f"export {name}={shlex.quote(value)}; " for name, value in self.env.items())
         output = f"{LOGS_DIR}/test-stdout.txt"
         ran = await context.bash(

@@ -394,9 +394,11 @@ class DockerSandboxProvider:
         try:
             container = self._create(name, filesystem)
             container.start()
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(Exception):
                 self.client.api.remove_container(name, force=True)
+            if self.networked and "network" in str(exc).lower() and "not found" in str(exc).lower():
+                raise missing(self.networks.network_mode, exc) from exc
             raise
         return container
 
@@ -426,10 +428,6 @@ class DockerSandboxProvider:
                 labels=owner_labels(),
                 **filesystem,
             )
-        except docker.errors.NotFound as exc:
-            if self.networked and "network" in str(exc).lower():
-                raise missing(self.networks.network_mode, exc) from exc
-            raise
         except docker.errors.APIError as exc:
             if "storage_opt" not in filesystem or "storage" not in str(exc).lower():
                 raise

@@ -55,7 +55,7 @@ class NetworkPhases:
             raise missing(self.verifiers or self.network_mode, exc) from exc
 
 
-def missing(network: str, exc: Exception) -> SandboxUnavailableError:
+def missing(network: str, exc: BaseException) -> SandboxUnavailableError:
     """The error of a network the engine does not have (or a container gone meanwhile)."""
     return SandboxUnavailableError(
         f"the Docker engine could not put a sandbox on its network '{network}' ({exc}): a task given the "
