@@ -10,12 +10,18 @@ number). With reward.json, every named number is a component of the score, and t
 `reward` key; without one, reward.txt's number if it wrote that too (as Harbor does), else the mean of
 the named numbers. A reward that is missing, empty, not a number or not finite, and a test.sh past
 `[verifier] timeout_sec`, leave the episode unscorable (VERIFIER_FAILED: None to a trainer), never 0.
+
+Before test.sh, once tests/ is copied in and /logs/verifier emptied of what the agent left there, the
+task's `[[verifier.collect]]` commands run, each from the workdir within its own `timeout_sec`, as
+Harbor runs them once the agent's phase is over: what they gather is test.sh's to read. One that fails
+is said in the log (once per task and process), and test.sh still decides.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 import math
 import shlex
 from collections.abc import Mapping
@@ -36,6 +42,10 @@ _STEP_TIMEOUT_S = 60.0
 _BASH = "/bin/bash"
 """What runs test.sh: the bash the sandbox's shells are (`agent_env.sandbox.docker`)."""
 _MISSING = 3
+_COLLECT_FAILED: set[str] = set()
+"""The tasks whose collect command's failure the log has said (once each, not once per episode)."""
+
+log = logging.getLogger("agent_env.harbor")
 
 
 class RewardError(AgentEnvError, ValueError):
@@ -43,17 +53,28 @@ class RewardError(AgentEnvError, ValueError):
 
 
 @dataclass(frozen=True)
+class Collect:
+    """A `[[verifier.collect]]` command, and how long it may run."""
+
+    command: str
+    timeout_s: float
+
+
+@dataclass(frozen=True)
 class HarborTests:
-    """How a task's tests run: their files (tests/, by relative path), its time limit, and where."""
+    """How a task's tests run: their files (tests/, by relative path), its time limit, and where; the
+    commands that collect what they read first."""
 
     task: str
     files: Mapping[str, bytes] = field(repr=False)
     timeout_s: float
     workdir: str
     env: Mapping[str, str] = field(default_factory=dict)
+    collect: tuple[Collect, ...] = ()
 
     async def __call__(self, context: ScoringContext) -> Judgement:
-        await self._copy_tests(context)
+        await self._copy_tests(context)  # and /logs/verifier emptied of what the agent left there
+        await self._collect(context)
         exports = "".join(f"export {name}={shlex.quote(value)}; " for name, value in self.env.items())
         output = f"{LOGS_DIR}/test-stdout.txt"
         ran = await context.bash(
@@ -71,6 +92,19 @@ class HarborTests:
             return judge(as_json, as_text)
         except RewardError as exc:
             raise self._unscorable(str(exc), await self._log(context)) from None
+
+    async def _collect(self, context: ScoringContext) -> None:
+        """Run the task's collect commands in order; a failure is the log's, test.sh still decides."""
+        for number, step in enumerate(self.collect, 1):
+            done = await context.bash(f"cd {shlex.quote(self.workdir)} && {step.command}", step.timeout_s)
+            if not done.ok and self.task not in _COLLECT_FAILED:
+                _COLLECT_FAILED.add(self.task)
+                log.warning(
+                    "task '%s': its [[verifier.collect]] command %d failed (%s); test.sh ran all the same",
+                    self.task,
+                    number,
+                    f"past its {step.timeout_s:g} s" if done.timed_out else _said(done),
+                )
 
     async def _copy_tests(self, context: ScoringContext) -> None:
         encoded = base64.b64encode(_tar(self.files)).decode()
