@@ -10,6 +10,11 @@ number). With reward.json, every named number is a component of the score, and t
 `reward` key; without one, reward.txt's number if it wrote that too (as Harbor does), else the mean of
 the named numbers. A reward that is missing, empty, not a number or not finite, and a test.sh past
 `[verifier] timeout_sec`, leave the episode unscorable (VERIFIER_FAILED: None to a trainer), never 0.
+
+test.sh's output is kept, as Harbor keeps it, in `/logs/verifier/test-stdout.txt`; its last lines
+are the judgement's `detail` (in the trajectory, `replay`, `play` and the viewer), so a 0 written by
+a test.sh that could not run (no network to fetch its tools) shows why; an unscorable episode's
+error ends with them.
 """
 
 from __future__ import annotations
@@ -18,11 +23,13 @@ import base64
 import json
 import math
 import shlex
+import textwrap
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent_env._errors import AgentEnvError
+from agent_env._output_tail import TAIL_BYTES, output_tail
 from agent_env.errors import EpisodeError, ErrorCode
 from agent_env.sandbox.base import CommandResult
 from agent_env.verifiers import Judgement, ScoringContext
@@ -36,6 +43,12 @@ _STEP_TIMEOUT_S = 60.0
 _BASH = "/bin/bash"
 """What runs test.sh: the bash the sandbox's shells are (`agent_env.sandbox.docker`)."""
 _MISSING = 3
+TEST_OUTPUT = f"{LOGS_DIR}/test-stdout.txt"
+"""test.sh's output (stdout and stderr), as Harbor keeps it; its end is the judgement's detail."""
+_TAIL = f"tail -c {2 * TAIL_BYTES} {TEST_OUTPUT} 2>/dev/null"
+"""What is read of test.sh's output: room for escape codes before `output_tail` bounds it."""
+_ERROR_TAIL_LINES = 20
+_ERROR_TAIL_BYTES = 2048
 
 
 class RewardError(AgentEnvError, ValueError):
@@ -55,9 +68,9 @@ class HarborTests:
     async def __call__(self, context: ScoringContext) -> Judgement:
         await self._copy_tests(context)
         exports = "".join(f"export {name}={shlex.quote(value)}; " for name, value in self.env.items())
-        output = f"{LOGS_DIR}/test-stdout.txt"
-        ran = await context.bash(
-            f"cd {shlex.quote(self.workdir)} && {exports}{_BASH} {TEST_SCRIPT} > {output} 2>&1",
+        ran = await context.bash(  # its output is the end of test.sh's: no command more to read it
+            f"{{ cd {shlex.quote(self.workdir)} && {exports}{_BASH} {TEST_SCRIPT}; }} > {TEST_OUTPUT} 2>&1; "
+            f"{_TAIL}",
             self.timeout_s,
         )
         if ran.timed_out:
@@ -65,12 +78,14 @@ class HarborTests:
                 f"tests/test.sh ran past its [verifier] timeout_sec of {self.timeout_s:g} s",
                 await self._log(context),
             )
+        said = output_tail(ran.output)
         as_json = await _read(context, f"{LOGS_DIR}/reward.json")
         as_text = await _read(context, f"{LOGS_DIR}/reward.txt")
         try:
-            return judge(as_json, as_text)
+            judged = judge(as_json, as_text)
         except RewardError as exc:
-            raise self._unscorable(str(exc), await self._log(context)) from None
+            raise self._unscorable(str(exc), said) from None
+        return replace(judged, detail=said)
 
     async def _copy_tests(self, context: ScoringContext) -> None:
         encoded = base64.b64encode(_tar(self.files)).decode()
@@ -90,11 +105,14 @@ class HarborTests:
                 )
 
     async def _log(self, context: ScoringContext) -> str:
-        tail = await context.bash(f"tail -c 600 {LOGS_DIR}/test-stdout.txt", _STEP_TIMEOUT_S)
-        return tail.output.strip() if tail.ok else ""
+        tail = await context.bash(_TAIL, _STEP_TIMEOUT_S)
+        return output_tail(tail.output) if tail.ok else ""
 
     def _unscorable(self, why: str, log: str) -> EpisodeError:
-        said = f"; test.sh's output ends: {log}" if log else ""
+        """The error of an episode without a reward; it ends with test.sh's last lines (fewer than a
+        judgement keeps: it is also the error a client gets and the line the server logs)."""
+        log = output_tail(log, lines=_ERROR_TAIL_LINES, max_bytes=_ERROR_TAIL_BYTES)
+        said = "; test.sh's output ends:\n" + textwrap.indent(log, "  ") if log else ""
         return EpisodeError(
             ErrorCode.VERIFIER_FAILED,
             f"task '{self.task}' is unscorable: {why} (an unscorable episode has no reward, never 0){said}",
