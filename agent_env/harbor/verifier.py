@@ -109,13 +109,13 @@ class HarborTests:
         return output_tail(tail.output) if tail.ok else ""
 
     def _unscorable(self, why: str, log: str) -> EpisodeError:
-        """The error of an episode without a reward; it ends with test.sh's last lines (fewer than a
-        judgement keeps: it is also the error a client gets and the line the server logs)."""
+        """The error of an episode without a reward, with test.sh's last lines (fewer than a judgement
+        keeps: it is also the error a client gets and the line the server logs) on lines of their own."""
         log = output_tail(log, lines=_ERROR_TAIL_LINES, max_bytes=_ERROR_TAIL_BYTES)
-        said = "; test.sh's output ends:\n" + textwrap.indent(log, "  ") if log else ""
+        said = "; test.sh's output ends:\n" + textwrap.indent(log, "  ") + "\n" if log else " "
         return EpisodeError(
             ErrorCode.VERIFIER_FAILED,
-            f"task '{self.task}' is unscorable: {why} (an unscorable episode has no reward, never 0){said}",
+            f"task '{self.task}' is unscorable: {why}{said}(an unscorable episode has no reward, never 0)",
         )
 
 

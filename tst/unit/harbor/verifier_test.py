@@ -135,11 +135,12 @@ def test_an_unscorable_episode_s_error_ends_with_test_sh_s_last_20_lines():
     head, said = message.split("; test.sh's output ends:\n")
     assert head == (
         "task 'fetch-uv' is unscorable: test.sh wrote neither /logs/verifier/reward.txt nor "
-        "/logs/verifier/reward.json (an unscorable episode has no reward, never 0)"
+        "/logs/verifier/reward.json"
     )
     assert said.splitlines() == [
         *(f"  test_outputs.py::test_{n} PASSED" for n in range(282, 301)),
         "  writing no reward",
+        "(an unscorable episode has no reward, never 0)",
     ]
 
 
@@ -149,7 +150,17 @@ def test_a_test_sh_past_its_timeout_is_unscorable_with_what_it_had_printed():
             harbor_tests(timeout_s=2)(Sandbox("\x1b[33mwaiting for the server...\x1b[0m\n", hangs=True))
         )
 
-    assert unscorable.value.message.endswith(
-        "tests/test.sh ran past its [verifier] timeout_sec of 2 s (an unscorable episode has no reward, "
-        "never 0); test.sh's output ends:\n  waiting for the server..."
+    assert unscorable.value.message == (
+        "task 'fetch-uv' is unscorable: tests/test.sh ran past its [verifier] timeout_sec of 2 s; "
+        "test.sh's output ends:\n  waiting for the server...\n(an unscorable episode has no reward, never 0)"
+    )
+
+
+def test_an_unscorable_episode_whose_test_sh_printed_nothing_says_why_in_one_line():
+    with pytest.raises(EpisodeError) as unscorable:
+        asyncio.run(harbor_tests()(Sandbox("\n", reward_txt="passed")))
+
+    assert unscorable.value.message == (
+        "task 'fetch-uv' is unscorable: /logs/verifier/reward.txt is not a number: 'passed' "
+        "(an unscorable episode has no reward, never 0)"
     )
