@@ -152,16 +152,18 @@ def _ending(trajectory: Trajectory) -> str:
 
 
 def _verifiers(verifiers: list[VerifierRecord]) -> dict[str, Any] | None:
-    """Each verifier's score as a result of the last step's observation, its record in `extra`."""
+    """Each verifier's score as a result of the last step's observation (with what it said on the
+    lines below), its record in `extra`."""
     if not verifiers:
         return None
     results = []
     for verifier in verifiers:
         named = ", ".join(f"{name} {value:g}" for name, value in verifier.components.items())
         content = f"{verifier.type}: {verifier.score:g} (weight {verifier.weight:g})"
+        said = f"\n{verifier.detail}" if verifier.detail else ""  # below, what it said: test.sh's last lines
         results.append(
             {
-                "content": content + (f"; {named}" if named else ""),
+                "content": content + (f"; {named}" if named else "") + said,
                 "extra": verifier.model_dump(mode="json"),
             }
         )

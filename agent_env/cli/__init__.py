@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from agent_env._bundle.advice import reply_advice
@@ -67,6 +68,11 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("bundle")
     replay.add_argument("--split", help="only this split (default: every split)")
     replay.add_argument("--sandbox", choices=PROVIDERS, help="sandbox provider (default: the bundle's)")
+    replay.add_argument(
+        "--verifier-output",
+        action="store_true",
+        help="print what every play's verifiers said (a test script's last lines), not only the WRONG ones'",
+    )
     replay.set_defaults(run=_replay)
 
     serve = commands.add_parser(
@@ -239,11 +245,18 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _entry(head: str, body: str) -> str:
+    """One play in a list below `replay`'s table: a line, then what it has to say indented under it."""
+    return f"  {head}" + ("\n" + textwrap.indent(textwrap.dedent(body), "    ") if body else "")
+
+
 def _replay(args: argparse.Namespace) -> int:
     bundle = load_bundle(args.bundle)
     rows = []
     failures = unplayed = 0
     reasons: list[str] = []
+    errors: list[str] = []
+    said: list[str] = []
 
     async def replay_all() -> None:
         nonlocal failures, unplayed
@@ -258,9 +271,15 @@ def _replay(args: argparse.Namespace) -> int:
                 unplayed += nothing_to_check
                 failures += not ok and not nothing_to_check
                 verdict = "ok" if ok else (result.error or ("no solution" if script is None else "WRONG"))
+                verifiers = [verifier.spec.type for verifier in task.verifiers]
+                played_as = f"{split}/{task.index} {task.id}"
                 if verdict == "WRONG":
-                    verifiers = [verifier.spec.type for verifier in task.verifiers]
-                    reasons.append(f"{split}/{task.index} {task.id}: {result.why(verifiers)}")
+                    reasons.append(_entry(f"{played_as}: {result.why(verifiers)}", result.said(verifiers)))
+                elif args.verifier_output and result.said(verifiers):
+                    said.append(_entry(played_as, result.said(verifiers)))
+                verdict, _, rest = verdict.partition("\n")  # a table row is one line: the rest below it
+                if rest:
+                    errors.append(_entry(f"{played_as}: {verdict}", rest))
                 rows.append(
                     (
                         split,
@@ -278,7 +297,11 @@ def _replay(args: argparse.Namespace) -> int:
     print(table(("split", "index", "id", "toolset", "calls", "score", "expected", "result"), rows))
     played = len(rows) - unplayed
     if reasons:
-        print("\nwhy each WRONG one scored as it did:\n" + "\n".join(f"  {reason}" for reason in reasons))
+        print("\nwhy each WRONG one scored as it did:\n" + "\n".join(reasons))
+    if errors:
+        print("\neach failed one's error in full:\n" + "\n".join(errors))
+    if said:
+        print("\nwhat the verifiers said of the other plays:\n" + "\n".join(said))
     without = f"; {unplayed} without one, scored by their verifiers alone" if unplayed else ""
     print(f"\n{played - failures} of {played} tasks scored as their reference play expects{without}")
     return 1 if failures else 0

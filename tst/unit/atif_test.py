@@ -347,7 +347,8 @@ def test_openenv_reads_an_exported_episode_as_a_harbor_trial_s_agent_trajectory(
 
 
 def _harbor_line() -> str:
-    """A trajectory as a Harbor task's episode records it: its test script's named rewards, and its score."""
+    """A trajectory as a Harbor task's episode records it: its test script's named rewards and last
+    lines, and its score."""
     return json.dumps(
         {
             "id": "harbor-run-1",
@@ -360,6 +361,7 @@ def _harbor_line() -> str:
                     "weight": 1.0,
                     "score": 0.5,
                     "components": {"compiles": 1.0, "tests": 0.0},
+                    "detail": "FAILED test_outputs.py::test_build\n1 failed, 1 passed in 0.12s",
                 }
             ],
             "score": 0.5,
@@ -401,8 +403,12 @@ def test_export_atif_writes_a_document_per_recorded_episode_and_one_summary_line
     }
     assert documents[episodes[0].id] == to_atif(episodes[0])
     (verifier,) = documents["harbor-run-1"]["steps"][-1]["observation"]["results"]
-    assert verifier["content"] == "test_script: 0.5 (weight 1); compiles 1, tests 0"
+    assert verifier["content"] == (
+        "test_script: 0.5 (weight 1); compiles 1, tests 0\n"
+        "FAILED test_outputs.py::test_build\n1 failed, 1 passed in 0.12s"
+    )
     assert verifier["extra"]["components"] == {"compiles": 1.0, "tests": 0.0}
+    assert verifier["extra"]["detail"].endswith("1 failed, 1 passed in 0.12s")
 
 
 def test_episode_ids_that_are_not_safe_folder_names_or_that_repeat_get_folders_of_their_own(
