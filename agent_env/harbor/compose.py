@@ -6,7 +6,7 @@ Harbor starts a task's container with docker compose, from a base of its own tha
 `main`, built (if it says so) from `.` and `Dockerfile`, with nothing that changes what the agent
 reaches or runs beside (ports, volumes, networks, privileges, other services), is that same
 container: the loader builds the Dockerfile, as without it. The file is read with PyYAML, which the
-[openenv] extra installs; without it, a compose file is a problem saying so.
+[docker] extra installs (Harbor tasks need it anyway); without it, a compose file is a problem saying so.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def compose_problems(text: str) -> list[str]:
     `main` from the task's Dockerfile."""
     if not installed("yaml"):
         return [
-            "a compose file is read with PyYAML, not installed here: pip install pyyaml (the [openenv] "
+            "a compose file is read with PyYAML, not installed here: pip install pyyaml (the [docker] "
             "extra has it), or remove the file and keep environment/Dockerfile"
         ]
     import yaml

@@ -12,7 +12,7 @@ from agent_env.harbor.loader import read_harbor
 from tst.support.harbor_tasks import write_task
 
 # PyYAML reads compose files: it comes with the [openenv] extra.
-pytestmark = pytest.mark.needs("openenv_installed")
+pytestmark = pytest.mark.needs("docker_installed")
 
 DOCKERFILE = "FROM agent-env-sandbox:latest\nWORKDIR /app\n"
 
@@ -122,5 +122,5 @@ def test_without_pyyaml_a_compose_file_is_a_problem_saying_how_to_install_it(
     assert read is None
     assert [str(p) for p in problems] == [
         "environment/docker-compose.yaml: a compose file is read with PyYAML, not installed here: pip "
-        "install pyyaml (the [openenv] extra has it), or remove the file and keep environment/Dockerfile"
+        "install pyyaml (the [docker] extra has it), or remove the file and keep environment/Dockerfile"
     ]
