@@ -14,6 +14,7 @@ from agent_env._lazy import lazy_exports as _lazy_exports
 __version__ = "0.1.0"
 
 if _typing.TYPE_CHECKING:
+    from agent_env.atif import AtifExport as AtifExport, export_atif as export_atif, to_atif as to_atif
     from agent_env.bundle import Bundle as Bundle, load_bundle as load_bundle
     from agent_env.contexts import VerifierContext as VerifierContext
     from agent_env.env import Env as Env, EnvSpec as EnvSpec
@@ -112,6 +113,7 @@ else:
     _lazy_exports(
         __name__,
         {
+            "agent_env.atif": ["AtifExport", "export_atif", "to_atif"],
             "agent_env.bundle": ["Bundle", "load_bundle"],
             "agent_env.contexts": ["VerifierContext"],
             "agent_env.env": ["Env", "EnvSpec"],

@@ -91,6 +91,9 @@ class TurnResult:
     prompt: str | None = None
     score: float | None = None
     verifier_scores: tuple[float, ...] = ()
+    verifier_details: tuple[str, ...] = ()
+    """What each verifier said beside its score, in the task's order ("" for one that said nothing):
+    a test script's output tail, say; empty when none said anything."""
 
 
 class Episode:
@@ -310,14 +313,19 @@ class Episode:
             self.state = EpisodeState.SCORED
         self._ended(EpisodeOutcome("scored", score=score))
         components = tuple(judgement.components for judgement in judged)
+        details = tuple(judgement.detail for judgement in judged)
+        details = details if any(details) else ()
         self._emit(
             Scored(
                 score=score,
                 verifier_scores=scores,
                 components=components if any(components) else (),
+                details=details,
             )
         )
-        self.final = TurnResult(done=True, turn=self.turn, score=score, verifier_scores=scores)
+        self.final = TurnResult(
+            done=True, turn=self.turn, score=score, verifier_scores=scores, verifier_details=details
+        )
         return self.final
 
     async def _seal(self) -> None:

@@ -83,6 +83,9 @@ class Scored(EpisodeEvent):
     verifier_scores: tuple[float, ...]
     components: tuple[Mapping[str, float], ...] = ()
     """Each verifier's named rewards, in the task's order (empty for a verifier without any)."""
+    details: tuple[str, ...] = ()
+    """What each verifier said beside its score, in the task's order ("" for one that said nothing;
+    empty when none did)."""
 
 
 @dataclass(frozen=True, kw_only=True)

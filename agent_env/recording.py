@@ -415,11 +415,13 @@ def trajectory_of(episode: Episode, *, client: str | None = None) -> Trajectory:
             if last_reply_at is not None:
                 timings["verify_s"] = event.at - last_reply_at
             components = list(event.components) or [{} for _ in event.verifier_scores]
+            details = list(event.details) or ["" for _ in event.verifier_scores]
             verifiers = [
                 {"type": verifier.spec.type, "weight": verifier.spec.weight, "score": score}
                 | ({"components": dict(named)} if named else {})
-                for verifier, score, named in zip(
-                    task.verifiers, event.verifier_scores, components, strict=False
+                | ({"detail": detail} if detail else {})
+                for verifier, score, named, detail in zip(
+                    task.verifiers, event.verifier_scores, components, details, strict=False
                 )
             ]
         elif isinstance(event, TornDown):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,9 @@ class ReplayResult:
     """The first call the episode refused, and why: what to fix first when the score is wrong."""
     verifier_scores: tuple[float, ...] = ()
     """Each verifier's score, in the task's order, once the play was scored."""
+    verifier_details: tuple[str, ...] = ()
+    """What each verifier said beside its score, in the task's order ("" for one that said nothing;
+    empty when none did): a test script's output tail, say."""
     seconds: float | None = field(default=None, compare=False)
     """How long the play took, from its deploy to its teardown's end (no part of what it scored, so
     not compared)."""
@@ -48,6 +52,15 @@ class ReplayResult:
         if self.failed_call is not None:
             parts.append(f"first failed call: {self.failed_call}")
         return "; ".join(parts)
+
+    def said(self, verifiers: Sequence[str]) -> str:
+        """What the verifiers said beside their scores, each under its name (`verifiers`, their types
+        in the task's order), its text indented; "" when none said anything."""
+        return "\n".join(
+            f"{name} said:\n" + textwrap.indent(detail, "  ")
+            for name, detail in zip(verifiers, self.verifier_details, strict=False)
+            if detail
+        )
 
 
 async def replay(episode: Episode, turns: Sequence[ScriptedTurn]) -> ReplayResult:
@@ -76,6 +89,7 @@ async def replay(episode: Episode, turns: Sequence[ScriptedTurn]) -> ReplayResul
             prompt, turn = end.prompt, turn + 1
             if end.done:
                 result.score, result.verifier_scores = end.score, end.verifier_scores
+                result.verifier_details = end.verifier_details
     except EpisodeError as exc:
         result.error = str(exc)
     finally:

@@ -91,7 +91,7 @@ class TurnRecord(_Record):
 
 
 class VerifierRecord(_Record):
-    """One verifier's score, with its type and its weight in the task's score."""
+    """One verifier's score, with its type and its weight in the task's score, and what it said."""
 
     type: str
     weight: float
@@ -101,13 +101,20 @@ class VerifierRecord(_Record):
         description="The verifier's own named rewards, when it has any (a Harbor task's reward.json); "
         "left out when it has none.",
     )
+    detail: str = Field(
+        default="",
+        description="What the verifier said beside its score, as plain text for a person to read: for a "
+        "Harbor task's test.sh and a `bash` check, the end of its output (its last 50 lines, at most "
+        "4 KiB, escape codes removed). Left out when it said nothing.",
+    )
 
     @model_serializer(mode="wrap")
-    def _without_empty_components(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A verifier without named rewards is written as before they existed."""
+    def _without_empty_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A verifier without named rewards or a detail is written as before they existed."""
         data: dict[str, Any] = handler(self)
-        if not data.get("components"):
-            data.pop("components", None)
+        for name in ("components", "detail"):
+            if not data.get(name):
+                data.pop(name, None)
         return data
 
 

@@ -13,13 +13,14 @@ import re
 import traceback
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_env._errors import ArgumentError
+from agent_env._output_tail import output_tail
 from agent_env._threads import call_maybe_async
 from agent_env.errors import EpisodeError, ErrorCode
 from agent_env.sandbox.base import CommandResult
@@ -127,10 +128,15 @@ class ScoringContext(Protocol):
 @dataclass(frozen=True)
 class Judgement:
     """A verifier's score and, when it names rewards of its own (a Harbor task's reward.json), each
-    of them: what a trajectory records as the verifier's components."""
+    of them: what a trajectory records as the verifier's components; with `detail`, what it said
+    beside its score, for a person to read why."""
 
     score: float
     components: Mapping[str, float] = field(default_factory=dict)
+    detail: str = ""
+    """The verifier's own words on its score, short and bounded: the end of a test script's or a
+    `bash` check's output (`agent_env._output_tail`); "" when it said nothing. A trajectory records
+    it as the verifier's `detail`."""
 
 
 @dataclass(frozen=True)
@@ -169,21 +175,25 @@ class Verifier:
         return (await self.judge(context)).score
 
     async def judge(self, context: ScoringContext) -> Judgement:
-        """The score with its named components, if any; raises as `score` does."""
+        """The score with its named components and what the verifier said, if any (a `bash` check: its
+        command's output tail, with its exit code when it failed); raises as `score` does."""
         if isinstance(self.spec, ScriptCheck):
             assert self.function is not None
             judged = await call_maybe_async(self.function, context)
             assert isinstance(judged, Judgement)
             return judged
+        if isinstance(self.spec, BashCheck):
+            result = await context.bash(self.spec.command, self.spec.timeout_s)
+            said = result.output
+            if not result.ok:  # below its output, how it ended: its exit code, or that it was killed
+                said = replace(result, output=said.rstrip()).render(self.spec.timeout_s)
+            return Judgement(1.0 if result.ok else 0.0, detail=output_tail(said))
         return Judgement(await self._score(context))
 
     async def _score(self, context: ScoringContext) -> float:
         spec = self.spec
         if isinstance(spec, ItemsCheck):
             return score_items(spec, await context.items(spec))
-        if isinstance(spec, BashCheck):
-            result = await context.bash(spec.command, spec.timeout_s)
-            return 1.0 if result.ok else 0.0
         if isinstance(spec, ReplyCheck):
             return score_reply(spec, context.reply)
         assert self.function is not None and isinstance(spec, FunctionCheck)

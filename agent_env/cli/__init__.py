@@ -1,7 +1,8 @@
 """The `agent-env` command: check a bundle, list its tasks, play one, replay its reference plays, serve it,
 measure a model on it (`eval`).
 
-`sandbox-image` builds the image the Docker sandbox runs; `view` shows a folder of trajectories.
+`sandbox-image` builds the image the Docker sandbox runs; `view` shows a folder of trajectories;
+`export-atif` writes them as ATIF, for the tools that read Harbor's trajectory format.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 
@@ -16,7 +18,7 @@ from agent_env._bundle.advice import reply_advice
 from agent_env._concurrency import BUILD_CONCURRENCY_VARIABLE, default_concurrency
 from agent_env._table import table
 from agent_env.bundle import Bundle, load_bundle
-from agent_env.cli import eval as eval_command
+from agent_env.cli import eval as eval_command, export_atif
 from agent_env.cli._token import add_token_options, token_of
 from agent_env.cli.play import play_in_terminal
 from agent_env.episode import Episode
@@ -69,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("bundle")
     replay.add_argument("--split", help="only this split (default: every split)")
     replay.add_argument("--sandbox", choices=PROVIDERS, help="sandbox provider (default: the bundle's)")
+    replay.add_argument(
+        "--verifier-output",
+        action="store_true",
+        help="print what every play's verifiers said (a test script's last lines), not only the WRONG ones'",
+    )
     replay.add_argument(
         "--concurrency",
         type=_positive,
@@ -157,6 +164,8 @@ def _parser() -> argparse.ArgumentParser:
         help="address to bind (default: 127.0.0.1); another address serves every machine that reaches it",
     )
     view.set_defaults(run=_view)
+
+    export_atif.add_parser(commands)
     return parser
 
 
@@ -268,11 +277,18 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _entry(head: str, body: str) -> str:
+    """One play in a list below `replay`'s table: a line, then what it has to say indented under it."""
+    return f"  {head}" + ("\n" + textwrap.indent(textwrap.dedent(body), "    ") if body else "")
+
+
 def _replay(args: argparse.Namespace) -> int:
     bundle = load_bundle(args.bundle, build_concurrency=args.build_concurrency)
     rows = []
     failures = unplayed = 0
     reasons: list[str] = []
+    errors: list[str] = []
+    said: list[str] = []
     plays = [
         (split, task, load_solutions(bundle, split).get(task.id))
         for split in _splits(bundle, args.split)
@@ -294,9 +310,15 @@ def _replay(args: argparse.Namespace) -> int:
         unplayed += nothing_to_check
         failures += not ok and not nothing_to_check
         verdict = "ok" if ok else (result.error or ("no solution" if script is None else "WRONG"))
+        verifiers = [verifier.spec.type for verifier in task.verifiers]
+        played_as = f"{split}/{task.index} {task.id}"
         if verdict == "WRONG":
-            verifiers = [verifier.spec.type for verifier in task.verifiers]
-            reasons.append(f"{split}/{task.index} {task.id}: {result.why(verifiers)}")
+            reasons.append(_entry(f"{played_as}: {result.why(verifiers)}", result.said(verifiers)))
+        elif args.verifier_output and result.said(verifiers):
+            said.append(_entry(played_as, result.said(verifiers)))
+        verdict, _, rest = verdict.partition("\n")  # a table row is one line: the rest below it
+        if rest:
+            errors.append(_entry(f"{played_as}: {verdict}", rest))
         rows.append(
             (
                 split,
@@ -316,7 +338,11 @@ def _replay(args: argparse.Namespace) -> int:
     print(f"\n{tasks} played in {took:.2f} s, up to {args.concurrency} at once")
     played = len(rows) - unplayed
     if reasons:
-        print("\nwhy each WRONG one scored as it did:\n" + "\n".join(f"  {reason}" for reason in reasons))
+        print("\nwhy each WRONG one scored as it did:\n" + "\n".join(reasons))
+    if errors:
+        print("\neach failed one's error in full:\n" + "\n".join(errors))
+    if said:
+        print("\nwhat the verifiers said of the other plays:\n" + "\n".join(said))
     without = f"; {unplayed} without one, scored by their verifiers alone" if unplayed else ""
     print(f"\n{played - failures} of {played} tasks scored as their reference play expects{without}")
     return 1 if failures else 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import textwrap
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -109,6 +110,9 @@ async def play_in_terminal(
             if line == "/end" or line.startswith("/end "):
                 end = await episode.end_turn(line[len("/end") :].strip())
                 if end.done:
+                    for verifier, detail in zip(task.verifiers, end.verifier_details, strict=False):
+                        if detail:  # what it said first, so that the score is the last line
+                            say(f"{verifier.spec.type} said:\n{textwrap.indent(detail, '  ')}")
                     say(f"score: {end.score:.2f}")
                     return end.score
                 by = "user (simulated)" if end.turn > len(task.turns) else "user"

@@ -16,12 +16,11 @@ instruction.md is a prompt, capped at `MAX_PROMPT_BYTES`.
 
 from __future__ import annotations
 
-import functools
 import logging
 import shlex
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +30,13 @@ from agent_env._bundle.folder import PROMPT_CAP, BundleFolder
 from agent_env._concurrency import build_concurrency as build_concurrency_of
 from agent_env._digest import folder_digest
 from agent_env.errors import Problem, validation_problems
-from agent_env.harbor.config import EnvironmentSection, TaskToml, resolve_env
-from agent_env.harbor.verifier import TEST_SCRIPT, HarborTests
+from agent_env.harbor.compose import COMPOSE_FILES, compose_problems
+from agent_env.harbor.config import TaskToml, resolve_env
+from agent_env.harbor.fetching import network_fetches
+from agent_env.harbor.fields import not_applied, phase_networks, refusals
+from agent_env.harbor.notes import UNKNOWN, DatasetNotes
+from agent_env.harbor.resources import CLAMPED, EngineLimits
+from agent_env.harbor.verifier import TEST_SCRIPT, Collect, HarborTests
 from agent_env.sandbox.config import SandboxConfig
 from agent_env.specs import DEFAULT_ROLE, ScriptedCall, ScriptedTurn, Solution
 from agent_env.task import Agent, AgentConfig, BundleConfig, Task
@@ -63,6 +67,11 @@ sockets, device nodes, audit and file capabilities): tasks install and chown as 
 MAX_TESTS_BYTES = 64 * 2**20
 _AGENT = Agent("agent", envs=(), role=DEFAULT_ROLE, bash=True)
 _SOLUTION_END = "AGENT_ENV_SOLUTION_EOF"
+FETCHES_OFFLINE = (
+    "tests/test.sh fetches from the network in {count} whose verifier has no network: {tasks}. Their "
+    "episodes will likely be unscorable or score 0 whatever the agent did; to give test.sh a network, "
+    'write [verifier] network_mode = "public" in their task.toml and serve with --allow-internet'
+)
 
 log = logging.getLogger("agent_env.harbor")
 
@@ -108,8 +117,15 @@ def read_harbor(
     """The tasks under `path` (one task folder, or a folder of them), and every problem found. With
     `build`, each task's image is built (or found) in the Docker engine (`client`, default: the one
     DOCKER_HOST names), which a problem names when it cannot: `build_concurrency` at once (default:
-    $AGENTENV_BUILD_CONCURRENCY, else twice the cores, at most 8), each build context once."""
-    return _Reader(path, build, client, build_concurrency_of(build_concurrency)).read()
+    $AGENTENV_BUILD_CONCURRENCY, else twice the cores, at most 8), each build context once. The
+    tasks' CPUs and memory are checked against that engine, and without `build` against the one
+    reachable, if any. What the load notes beyond its problems is logged once, a line per kind
+    (`agent_env.harbor.notes`)."""
+    reader = _Reader(path, build, client, build_concurrency_of(build_concurrency))
+    try:
+        return reader.read()
+    finally:
+        reader.notes.log()
 
 
 @dataclass(frozen=True)
@@ -136,6 +152,7 @@ class _Reader:
         self.folder = BundleFolder(self.root, MAX_TESTS_BYTES, kind="task folder")
         """Every file is read by its rule: inside the folder (no link out of it), regular, capped."""
         self.problems: list[Problem] = self.folder.problems
+        self.notes = DatasetNotes()
 
     def problem(self, where: str, message: str) -> None:
         self.problems.append(Problem(where, message))
@@ -159,10 +176,12 @@ class _Reader:
         splits_of = self._splits([f.name for f in folders]) if not single else {}
         if self.problems:  # no image is built for a dataset that does not load
             return None, self.problems
-        loaded = [one for one in checked if one is not None]
-        images, held = self._images(loaded) if self.build else ({}, {})
+        fitted = self._fitted([one for one in checked if one is not None])
+        if self.problems:
+            return None, self.problems
+        images, held = self._images(fitted) if self.build else ({}, {})
         tasks: dict[str, tuple[Task, Solution | None]] = {}
-        for one in loaded:
+        for one in fitted:
             self.problems.extend(held.get(one.folder, ()))  # each task's problems in the tasks' order
             made = self._made(one, images.get(one.folder))
             if made is not None:
@@ -205,9 +224,6 @@ class _Reader:
         config = self._config(folder, where)
         for part, why in (
             ("steps", "multi-step tasks (steps/) are not supported: keep one instruction.md per task"),
-            ("environment/docker-compose.yaml", "compose environments are not supported: use one Dockerfile"),
-            ("environment/docker-compose.yml", "compose environments are not supported: use one Dockerfile"),
-            ("environment/compose.yaml", "compose environments are not supported: use one Dockerfile"),
             (
                 "tests/Dockerfile",
                 "a separate verifier environment is not supported: test.sh runs in the task's",
@@ -215,6 +231,7 @@ class _Reader:
         ):
             if (folder / part).exists():
                 self.problem(f"{where}{part}", why)
+        self._compose(folder / "environment", f"{where}environment/")
         if not (folder / "tests" / "test.sh").is_file():
             self.problem(
                 f"{where}tests/test.sh",
@@ -244,7 +261,54 @@ class _Reader:
         tests = self._files(folder / "tests", f"{where}tests/")
         if len(self.problems) > before or tests is None or text is None:
             return None
+        script = _text(tests.get("test.sh", b"")) or ""
+        fetches = network_fetches(script)
+        if fetches and not phase_networks(config).verifier:
+            self.notes.task(FETCHES_OFFLINE, f"{folder.name} ({', '.join(fetches)})")
         return _Checked(folder, where, config, text, tests, env, verifier_env, solution_env)
+
+    def _compose(self, environment: Path, where: str) -> None:
+        """A problem for each thing a compose file in environment/ says beyond its Dockerfile."""
+        for name in COMPOSE_FILES:
+            file = environment / name
+            if file.is_file():
+                text = self.folder.read_text(file, f"{where}{name}")
+                for why in compose_problems(text) if text is not None else []:
+                    self.problem(f"{where}{name}", why)
+
+    def _fitted(self, checked: list[_Checked]) -> list[_Checked]:
+        """The tasks with their CPUs clamped to the engine's (said once) and a problem for memory it
+        does not have, when an engine is there to ask; as they are when none is."""
+        limits = self._limits(checked[0].where) if checked else None
+        if limits is None:
+            return checked
+        fitted = []
+        for one in checked:
+            problem = limits.memory_problem(one.config)
+            if problem is not None:
+                self.problem(f"{one.where}task.toml: environment.memory_mb", problem)
+            clamped = limits.clamped(one.config)
+            if clamped is not None:
+                clamp = CLAMPED.format(cpus=limits.cpus, count="{count}", tasks="{tasks}")
+                self.notes.task(clamp, f"{one.folder.name} ({one.config.environment.cpus:g})")
+                one = replace(one, config=clamped)
+            fitted.append(one)
+        return fitted
+
+    def _limits(self, where: str) -> EngineLimits | None:
+        """The engine's CPUs and memory: the one the images are built in, else (without `build`) the
+        one reachable; None without one (or one that does not say)."""
+        if self.client is None and not self.build:
+            from agent_env.errors import SandboxUnavailableError
+            from agent_env.sandbox.docker_engine import docker_client
+
+            try:
+                self.client = docker_client()
+            except SandboxUnavailableError as exc:
+                log.info("the tasks' cpus and memory_mb are not checked against a Docker engine: %s", exc)
+                return None
+        client = self._engine(where)
+        return None if client is None else EngineLimits.of(client)
 
     def _made(self, checked: _Checked, built: TaskImage | None) -> tuple[Task, Solution | None] | None:
         """The task and its reference play, given its image (built or found); None if it has none."""
@@ -258,6 +322,7 @@ class _Reader:
             image, workdir = built.tag, workdir or built.workdir
         workdir = workdir or "/"
         time_limit = config.agent.timeout_sec
+        phases = phase_networks(config)
         settings = SandboxConfig(
             provider="docker",
             image=image,
@@ -265,7 +330,8 @@ class _Reader:
             cpus=environment.cpus,
             memory_mb=environment.memory_mb,
             storage_mb=environment.storage_mb,
-            network=environment.allow_internet and environment.network_mode != "no-network",
+            network=phases.agent,
+            verifier_network=phases.verifier if phases.verifier != phases.agent else None,
             capabilities=ROOT_CAPABILITIES,
             environment=tuple(env.items()),
             user="0:0",
@@ -274,8 +340,9 @@ class _Reader:
             may_change=config.agent_env.may_change,
         )
         check = ScriptCheck(type="test_script", script=TEST_SCRIPT, timeout_s=config.verifier.timeout_sec)
+        collect = tuple(Collect(c.command, c.timeout_sec) for c in config.verifier.collect)
         run = HarborTests(
-            folder.name, checked.tests, config.verifier.timeout_sec, workdir, checked.verifier_env
+            folder.name, checked.tests, config.verifier.timeout_sec, workdir, checked.verifier_env, collect
         )
         task = Task(
             id=folder.name,
@@ -314,40 +381,11 @@ class _Reader:
                 self.problem(f"{where}task.toml", message)
             return None
         for name in config.unknown_fields():
-            _warn(
-                f"{where}task.toml: field '{name}' is not one this loader knows (a newer Harbor's?): ignored"
-            )
-        environment = config.environment
-        refusals = {
-            "environment.gpus": (
-                environment.gpus > 0 or bool(environment.gpu_types),
-                "GPUs are not supported",
-            ),
-            "environment.mcp_servers": (
-                bool(environment.mcp_servers),
-                "MCP servers in a Harbor task are not supported: serve the tools as a bundle's MCP env",
-            ),
-            "environment.network_mode": (
-                environment.network_mode == "allowlist" or bool(environment.allowed_hosts),
-                "an allowlist of hosts is not supported: allow the internet or not",
-            ),
-            "environment.memory": (environment.memory is not None, "write memory_mb (a number of MB)"),
-            "environment.storage": (environment.storage is not None, "write storage_mb (a number of MB)"),
-        }
-        for field_name, (refused, why) in refusals.items():
-            if refused:
-                self.problem(f"{where}task.toml: {field_name}", why)
-        for field_name, given in (
-            ("agent.user", config.agent.user),
-            ("verifier.user", config.verifier.user),
-            ("environment.healthcheck", environment.healthcheck),
-            ("environment.skills_dir", environment.skills_dir),
-        ):
-            if given is not None:
-                _warn(
-                    f"{where}task.toml: {field_name} is not applied here: commands run as root, from the "
-                    "first turn on"
-                )
+            self.notes.field(UNKNOWN, name, folder.name)
+        for field_name, why in refusals(config):
+            self.problem(f"{where}task.toml: {field_name}", why)
+        for field_name, why in not_applied(config):
+            self.notes.field(why, field_name, folder.name)
         return config
 
     def _files(self, folder: Path, where: str) -> dict[str, bytes] | None:
@@ -401,71 +439,29 @@ class _Reader:
                 self.build = False  # one such problem is enough
         return self.client
 
-    @functools.cached_property
-    def _engine_limits(self) -> tuple[int, int] | None:
-        """The engine's CPUs and memory (MiB): the most one container can be given; None if it does
-        not say."""
-        try:
-            info = self.client.info()
-            return int(info["NCPU"]), int(info["MemTotal"]) // 2**20
-        except Exception:  # an engine that does not say: its own refusal, at the first reset, will
-            return None
-
-    def _fits_engine(self, where: str, environment: EnvironmentSection) -> bool:
-        """Whether the engine can give a container the CPUs and memory the task asks for; a problem for
-        each it cannot (Docker refuses more CPUs than it has at every reset, and takes more memory than
-        it has as no limit at all)."""
-        if self._engine(where) is None:
-            return False
-        if self._engine_limits is None:
-            return True
-        cpus, memory_mb = self._engine_limits
-        fits = True
-        if environment.cpus > cpus:
-            fits = False
-            self.problem(
-                f"{where}task.toml: environment.cpus",
-                f"asks for {environment.cpus:g} CPUs, and the Docker engine has {cpus}: write cpus = {cpus} "
-                "or less, or load the tasks where the engine has more",
-            )
-        if environment.memory_mb > memory_mb:
-            fits = False
-            self.problem(
-                f"{where}task.toml: environment.memory_mb",
-                f"asks for {environment.memory_mb} MB, and the Docker engine has {memory_mb} MB in all: "
-                f"write memory_mb = {memory_mb} or less, or load the tasks where the engine has more",
-            )
-        return fits
-
     def _images(self, checked: Sequence[_Checked]) -> tuple[dict[Path, TaskImage], dict[Path, list[Problem]]]:
         """Each task's image, built (or found) `self.builds` at a time, each build context once; and
-        each task's problems (resources the engine lacks, a failed build), to be told in task order."""
+        each task's problem when it has none, to be told in the tasks' order whichever build ended
+        first."""
         from agent_env.sandbox.docker_build import ImageRequest, TaskImage, task_images
 
         if not checked or self._engine(checked[0].where) is None:
             return {}, {}
-        held: dict[Path, list[Problem]] = {}
-        asked: list[_Checked] = []
-        for one in checked:
-            mark = len(self.problems)
-            if self._fits_engine(one.where, one.config.environment):
-                asked.append(one)
-            held[one.folder] = self.problems[mark:]
-            del self.problems[mark:]
         requests = [
             ImageRequest(
                 one.folder / "environment",
                 one.config.environment.docker_image,
                 one.config.environment.build_timeout_sec,
             )
-            for one in asked
+            for one in checked
         ]
         images: dict[Path, TaskImage] = {}
-        for one, got in zip(asked, task_images(self.client, requests, self.builds), strict=True):
+        held: dict[Path, list[Problem]] = {}
+        for one, got in zip(checked, task_images(self.client, requests, self.builds), strict=True):
             if isinstance(got, TaskImage):
                 images[one.folder] = got
             else:
-                held[one.folder].append(Problem(f"{one.where}environment/", str(got)))
+                held[one.folder] = [Problem(f"{one.where}environment/", str(got))]
         return images, held
 
     def _solution(self, folder: Path, where: str, workdir: str, env: Mapping[str, str]) -> Solution | None:
@@ -533,9 +529,3 @@ def _text(content: bytes) -> str | None:
         return content.decode("utf-8")
     except UnicodeDecodeError:
         return None
-
-
-def _warn(message: str) -> None:
-    """A task.toml field this loader does not know (Harbor's format grows) or does not apply: said in
-    the log, never an error."""
-    log.warning("%s", message)

@@ -10,19 +10,32 @@ number). With reward.json, every named number is a component of the score, and t
 `reward` key; without one, reward.txt's number if it wrote that too (as Harbor does), else the mean of
 the named numbers. A reward that is missing, empty, not a number or not finite, and a test.sh past
 `[verifier] timeout_sec`, leave the episode unscorable (VERIFIER_FAILED: None to a trainer), never 0.
+
+Before test.sh, once tests/ is copied in and /logs/verifier emptied of what the agent left there, the
+task's `[[verifier.collect]]` commands run, each from the workdir within its own `timeout_sec`, as
+Harbor runs them once the agent's phase is over: what they gather is test.sh's to read. One that fails
+is said in the log (once per task and process), and test.sh still decides.
+
+test.sh's output is kept, as Harbor keeps it, in `/logs/verifier/test-stdout.txt`; its last lines
+are the judgement's `detail` (in the trajectory, `replay`, `play` and the viewer), so a 0 written by
+a test.sh that could not run (no network to fetch its tools) shows why; an unscorable episode's
+error ends with them.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 import math
 import shlex
+import textwrap
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent_env._errors import AgentEnvError
+from agent_env._output_tail import TAIL_BYTES, output_tail
 from agent_env.errors import EpisodeError, ErrorCode
 from agent_env.sandbox.base import CommandResult
 from agent_env.verifiers import Judgement, ScoringContext
@@ -36,6 +49,17 @@ _STEP_TIMEOUT_S = 60.0
 _BASH = "/bin/bash"
 """What runs test.sh: the bash the sandbox's shells are (`agent_env.sandbox.docker`)."""
 _MISSING = 3
+_COLLECT_FAILED: set[str] = set()
+"""The tasks whose collect command's failure the log has said (once each, not once per episode)."""
+
+TEST_OUTPUT = f"{LOGS_DIR}/test-stdout.txt"
+"""test.sh's output (stdout and stderr), as Harbor keeps it; its end is the judgement's detail."""
+_TAIL = f"tail -c {2 * TAIL_BYTES} {TEST_OUTPUT} 2>/dev/null"
+"""What is read of test.sh's output: room for escape codes before `output_tail` bounds it."""
+_ERROR_TAIL_LINES = 20
+_ERROR_TAIL_BYTES = 2048
+
+log = logging.getLogger("agent_env.harbor")
 
 
 class RewardError(AgentEnvError, ValueError):
@@ -43,21 +67,32 @@ class RewardError(AgentEnvError, ValueError):
 
 
 @dataclass(frozen=True)
+class Collect:
+    """A `[[verifier.collect]]` command, and how long it may run."""
+
+    command: str
+    timeout_s: float
+
+
+@dataclass(frozen=True)
 class HarborTests:
-    """How a task's tests run: their files (tests/, by relative path), its time limit, and where."""
+    """How a task's tests run: their files (tests/, by relative path), its time limit, and where; the
+    commands that collect what they read first."""
 
     task: str
     files: Mapping[str, bytes] = field(repr=False)
     timeout_s: float
     workdir: str
     env: Mapping[str, str] = field(default_factory=dict)
+    collect: tuple[Collect, ...] = ()
 
     async def __call__(self, context: ScoringContext) -> Judgement:
-        await self._copy_tests(context)
+        await self._copy_tests(context)  # and /logs/verifier emptied of what the agent left there
+        await self._collect(context)
         exports = "".join(f"export {name}={shlex.quote(value)}; " for name, value in self.env.items())
-        output = f"{LOGS_DIR}/test-stdout.txt"
-        ran = await context.bash(
-            f"cd {shlex.quote(self.workdir)} && {exports}{_BASH} {TEST_SCRIPT} > {output} 2>&1",
+        ran = await context.bash(  # its output is the end of test.sh's: no command more to read it
+            f"{{ cd {shlex.quote(self.workdir)} && {exports}{_BASH} {TEST_SCRIPT}; }} > {TEST_OUTPUT} 2>&1; "
+            f"{_TAIL}",
             self.timeout_s,
         )
         if ran.timed_out:
@@ -65,12 +100,27 @@ class HarborTests:
                 f"tests/test.sh ran past its [verifier] timeout_sec of {self.timeout_s:g} s",
                 await self._log(context),
             )
+        said = output_tail(ran.output)
         as_json = await _read(context, f"{LOGS_DIR}/reward.json")
         as_text = await _read(context, f"{LOGS_DIR}/reward.txt")
         try:
-            return judge(as_json, as_text)
+            judged = judge(as_json, as_text)
         except RewardError as exc:
-            raise self._unscorable(str(exc), await self._log(context)) from None
+            raise self._unscorable(str(exc), said) from None
+        return replace(judged, detail=said)
+
+    async def _collect(self, context: ScoringContext) -> None:
+        """Run the task's collect commands in order; a failure is the log's, test.sh still decides."""
+        for number, step in enumerate(self.collect, 1):
+            done = await context.bash(f"cd {shlex.quote(self.workdir)} && {step.command}", step.timeout_s)
+            if not done.ok and self.task not in _COLLECT_FAILED:
+                _COLLECT_FAILED.add(self.task)
+                log.warning(
+                    "task '%s': its [[verifier.collect]] command %d failed (%s); test.sh ran all the same",
+                    self.task,
+                    number,
+                    f"past its {step.timeout_s:g} s" if done.timed_out else _said(done),
+                )
 
     async def _copy_tests(self, context: ScoringContext) -> None:
         encoded = base64.b64encode(_tar(self.files)).decode()
@@ -90,14 +140,17 @@ class HarborTests:
                 )
 
     async def _log(self, context: ScoringContext) -> str:
-        tail = await context.bash(f"tail -c 600 {LOGS_DIR}/test-stdout.txt", _STEP_TIMEOUT_S)
-        return tail.output.strip() if tail.ok else ""
+        tail = await context.bash(_TAIL, _STEP_TIMEOUT_S)
+        return output_tail(tail.output) if tail.ok else ""
 
     def _unscorable(self, why: str, log: str) -> EpisodeError:
-        said = f"; test.sh's output ends: {log}" if log else ""
+        """The error of an episode without a reward, with test.sh's last lines (fewer than a judgement
+        keeps: it is also the error a client gets and the line the server logs) on lines of their own."""
+        log = output_tail(log, lines=_ERROR_TAIL_LINES, max_bytes=_ERROR_TAIL_BYTES)
+        said = "; test.sh's output ends:\n" + textwrap.indent(log, "  ") + "\n" if log else " "
         return EpisodeError(
             ErrorCode.VERIFIER_FAILED,
-            f"task '{self.task}' is unscorable: {why} (an unscorable episode has no reward, never 0){said}",
+            f"task '{self.task}' is unscorable: {why}{said}(an unscorable episode has no reward, never 0)",
         )
 
 

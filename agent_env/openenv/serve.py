@@ -142,7 +142,7 @@ def _loopback(host: str) -> bool:
 
 def _internet(bundle: Bundle, allowed: bool) -> str:
     """What the start line says of the tasks that ask for the internet: whether they get it."""
-    asking = [t.id for tasks in bundle.splits.values() for t in tasks if t.sandbox_settings.network]
+    asking = [t.id for tasks in bundle.splits.values() for t in tasks if t.sandbox_settings.asks_network]
     if not asking:
         return ""
     if allowed:

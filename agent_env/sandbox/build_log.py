@@ -2,8 +2,9 @@
 terminal's escape codes, its progress redraws or a retry said five times.
 
 Build output is written for a terminal: colours and cursor moves (ANSI escapes), progress bars redrawn
-with carriage returns, and tools that retry (pip's `Retrying (Retry(total=4, ...))`, then 3, 2...).
-Kept raw, a tail of 20 lines is mostly noise. `BuildLog` takes the stream as it comes, keeps what
+with carriage returns (each line cleaned as a test script's output is, `agent_env._output_tail`), and
+tools that retry (pip's `Retrying (Retry(total=4, ...))`, then 3, 2...). Kept raw, a tail of 20 lines
+is mostly noise. `BuildLog` takes the stream as it comes, keeps what
 the failure is about, within fixed bounds whatever the build prints, and `lines()` gives it.
 """
 
@@ -13,6 +14,9 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
+from agent_env._output_tail import strip_escapes
+from agent_env._unicode import valid_text
+
 MAX_LINES = 20
 """Lines a failure shows at most (the failing step included)."""
 MAX_LINE_CHARS = 400
@@ -20,12 +24,6 @@ MAX_LINE_CHARS = 400
 MAX_ERROR_LINES = 8
 """The first lines of a step that look like errors, kept even when more output followed them."""
 
-_ESCAPES = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, erasures
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: titles, links
-    r"|\x1b[@-Z\\-_]"  # the other two-character escapes
-)
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _STEP = re.compile(r"^(Step \d+/\d+ : |#\d+ \[|\[\d+/\d+\] )")
 """The start of a Dockerfile instruction: the classic builder's and BuildKit's ways of saying it."""
 _NOISE = re.compile(
@@ -39,16 +37,6 @@ _ERROR = re.compile(
     re.IGNORECASE,
 )
 _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\d+")
-
-
-def clean(text: str) -> str:
-    """`text` without escape codes or control characters (tabs kept), and of a line redrawn with
-    carriage returns, only what was drawn last."""
-    text = _ESCAPES.sub("", text)
-    if "\r" in text:
-        drawn = [part for part in text.split("\r") if part.strip()]
-        text = drawn[-1] if drawn else ""
-    return _CONTROLS.sub("", text)
 
 
 @dataclass
@@ -89,7 +77,7 @@ class BuildLog:
 
     def add_line(self, raw: str) -> None:
         """Take one whole line of output (the builder's final error message is one)."""
-        line = clean(raw[: MAX_LINE_CHARS * 4]).strip()
+        line = strip_escapes(valid_text(raw[: MAX_LINE_CHARS * 4])).strip()
         if not line or _NOISE.match(line):
             return
         if len(line) > MAX_LINE_CHARS:

@@ -2,8 +2,9 @@
 one Docker provider per distinct settings, each behind a warm pool of its own when asked.
 
 A server starts them all with itself and closes them all after its last teardown. A task that asks
-for the internet gets it only when the server was started allowing it (`allow_network`); the start
-says which tasks ask and what they get.
+for the internet, for its agent's turns, its verifiers' commands or both, gets it only when the
+server was started allowing it (`allow_network`), on `network` (the engine's default bridge); the
+start says which tasks ask and what they get.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from agent_env.sandbox.base import RunsWithServer, Sandbox, SandboxProvider
 from agent_env.sandbox.config import SandboxConfig
 from agent_env.sandbox.docker import DockerSandboxProvider
 from agent_env.sandbox.docker_engine import docker_client
+from agent_env.sandbox.docker_network import DEFAULT_NETWORK
 from agent_env.sandbox.pool import PoolStatus, WarmPool
 
 log = logging.getLogger("agent_env.sandbox")
@@ -30,7 +32,12 @@ class SandboxesByTask:
     name = "docker"
 
     def __init__(
-        self, settings: Iterable[SandboxConfig], *, warm: int = 0, allow_network: bool = False
+        self,
+        settings: Iterable[SandboxConfig],
+        *,
+        warm: int = 0,
+        allow_network: bool = False,
+        network: str = DEFAULT_NETWORK,
     ) -> None:
         client = docker_client()
         self.allow_network = allow_network
@@ -38,10 +45,12 @@ class SandboxesByTask:
         for chosen in settings:
             if chosen in self._providers:
                 continue
-            provider = DockerSandboxProvider(chosen, client=client, allow_network=allow_network)
+            provider = DockerSandboxProvider(
+                chosen, client=client, allow_network=allow_network, network=network
+            )
             self._providers[chosen] = WarmPool(provider, warm) if warm else provider
-        self.asking = sorted({s.image for s in self._providers if s.network})
-        """The images whose tasks ask for the internet."""
+        self.asking = sorted({s.image for s in self._providers if s.asks_network})
+        """The images whose tasks ask for the internet, in any phase."""
 
     def provider_for(self, settings: SandboxConfig) -> SandboxProvider:
         return self._providers[settings]
@@ -77,7 +86,8 @@ class SandboxesByTask:
                 else "runs without it (serve with --allow-internet to give it)"
             )
             log.warning(
-                "%d image(s) of these tasks ask for the internet ([environment] allow_internet): each %s: %s",
+                '%d image(s) of these tasks ask for the internet (Harbor\'s network_mode "public", for '
+                "the agent's turns, test.sh or both): each %s: %s",
                 len(self.asking),
                 what,
                 ", ".join(self.asking),

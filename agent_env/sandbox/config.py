@@ -56,7 +56,14 @@ class SandboxConfig(BaseModel):
     )
     network: bool = Field(
         False,
-        description="Docker: the task asks for a network; only a server started allowing it gives one.",
+        description="Docker: the task asks for a network for the agent's turns; only a server started "
+        "allowing it gives one.",
+    )
+    verifier_network: bool | None = Field(
+        None,
+        description="Docker: the task asks for a network for its verifiers' commands, which run once the "
+        "agent's last turn is over and the sandbox is sealed; unset: as `network`. Only a server started "
+        "allowing it gives one.",
     )
     capabilities: tuple[str, ...] = Field(
         (), description="Docker: Linux capabilities the container keeps (none by default)."
@@ -82,6 +89,16 @@ class SandboxConfig(BaseModel):
     @classmethod
     def _absolute_paths(cls, paths: tuple[str, ...]) -> tuple[str, ...]:
         return may_change_paths(paths)
+
+    @property
+    def verifiers_network(self) -> bool:
+        """Whether the verifiers' phase asks for a network (`verifier_network`, else `network`)."""
+        return self.network if self.verifier_network is None else self.verifier_network
+
+    @property
+    def asks_network(self) -> bool:
+        """Whether any phase of an episode asks for a network."""
+        return self.network or self.verifiers_network
 
 
 def may_change_paths(paths: Iterable[str]) -> tuple[str, ...]:

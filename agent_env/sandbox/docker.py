@@ -16,7 +16,9 @@ with the container), and the container is removed in the background (`docker_rem
 
 Sealed for its verifiers (`seal`, `agent_env.sandbox.sealing`), the agent's shell is ended and every
 process it left killed, the engine's diff of the container is checked for changes to the system's
-own files, and the verifiers' commands run in a shell of their own, started by a new exec.
+own files, the container is moved to the verifiers' phase's network when a task asks for another
+than its agent's (`agent_env.sandbox.docker_network`), and the verifiers' commands run in a shell of
+their own, started by a new exec.
 
 The engine is checked when the provider is made, that is when a server starts, so a missing engine
 or image is an error before the first episode rather than at it.
@@ -48,6 +50,7 @@ from agent_env.sandbox.docker_engine import (
     docker_client,
 )
 from agent_env.sandbox.docker_image import WORK_FOLDER
+from agent_env.sandbox.docker_network import DEFAULT_NETWORK, NetworkPhases, missing
 from agent_env.sandbox.docker_removal import Removals, remove_orphans
 from agent_env.sandbox.owner import owner_labels
 from agent_env.sandbox.sealing import (
@@ -109,8 +112,10 @@ class DockerSandbox:
         removals: Removals,
         settings: SandboxConfig | None = None,
         protected: ProtectedPaths | None = None,
+        networks: NetworkPhases | None = None,
     ) -> None:
         self.container = container
+        self._networks = networks or NetworkPhases()
         self._removals = removals
         chosen = settings or SandboxConfig(provider="docker")
         self.folder = chosen.workdir or WORK_FOLDER
@@ -192,6 +197,8 @@ class DockerSandbox:
             **self._environment,
             **verifier_environment(scratch_folder(), own_home=not self._own_image),
         }
+        if self._networks.switches:  # nothing of the agent's runs any more: the verifiers' network
+            await run_sync(self._networks.to_verifiers, self.container)
         self._shells = ShellSlot(self._start, self._end)
 
     async def teardown(self) -> None:
@@ -290,19 +297,31 @@ class _ContainerShell:
 class DockerSandboxProvider:
     """Makes one container per episode from `settings.image`, with `settings`' limits.
 
-    A container has a network only when its settings ask for one and `allow_network` grants it (a
-    server started allowing the internet). A server `start`s it, which removes the containers that
-    servers no longer running left on this host, and `close`s it, which waits for the removals its
-    sandboxes' teardowns left running.
+    A container has a network (`network`, the engine's default bridge unless named) only in a phase
+    whose settings ask for one (`network` for the agent's turns, `verifier_network` for its verifiers')
+    and when `allow_network` grants it (a server started allowing the internet). A server `start`s
+    it, which removes the containers that servers no longer running left on this host, and `close`s
+    it, which waits for the removals its sandboxes' teardowns left running.
     """
 
     name = "docker"
 
     def __init__(
-        self, settings: SandboxConfig | None = None, *, client: Any = None, allow_network: bool = False
+        self,
+        settings: SandboxConfig | None = None,
+        *,
+        client: Any = None,
+        allow_network: bool = False,
+        network: str = DEFAULT_NETWORK,
     ) -> None:
         self.settings = settings or SandboxConfig(provider="docker")
-        self.networked = self.settings.network and allow_network
+        self.networks = NetworkPhases.of(
+            self.settings.network and allow_network,
+            self.settings.verifiers_network and allow_network,
+            network,
+        )
+        """The network of each phase of an episode (None: none)."""
+        self.networked = self.networks.agent is not None
         self._home: str | None = None
         self._entrypoint = False
         """Whether the image runs an entrypoint of its own before the init (set when it is checked)."""
@@ -329,7 +348,9 @@ class DockerSandboxProvider:
 
     async def started(self) -> DockerSandbox:
         """A sandbox whose container and shell run, with no files yet."""
-        sandbox = DockerSandbox(await run_sync(self._start), self.removals, self.settings, self.protected)
+        sandbox = DockerSandbox(
+            await run_sync(self._start), self.removals, self.settings, self.protected, self.networks
+        )
         try:
             await sandbox.check()
             if self.settings.workdir is not None:  # a read-only root shows no change, ever
@@ -383,9 +404,11 @@ class DockerSandboxProvider:
         try:
             container = self._create(name, filesystem)
             container.start()
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(Exception):
                 self.client.api.remove_container(name, force=True)
+            if self.networked and "network" in str(exc).lower() and "not found" in str(exc).lower():
+                raise missing(self.networks.network_mode, exc) from exc
             raise
         return container
 
@@ -401,7 +424,7 @@ class DockerSandboxProvider:
                 command=_INIT,
                 name=name,
                 stdin_open=True,  # the init's to wait on (`_INIT`)
-                network_mode="bridge" if self.networked else "none",
+                network_mode=self.networks.network_mode,
                 nano_cpus=int(settings.cpus * 1e9),
                 mem_limit=f"{settings.memory_mb}m",
                 memswap_limit=f"{settings.memory_mb}m",

@@ -14,3 +14,27 @@ DATASET = ROOT / "dataset"
 EDGE = ROOT / "edge"
 MALFORMED = ROOT / "malformed"
 GUARDED = ROOT / "guarded"
+
+SANDBOX_IMAGE = "agent-env-sandbox:latest"
+ON_THE_SANDBOX_IMAGE = f'[environment]\ndocker_image = "{SANDBOX_IMAGE}"\n'
+"""The start of a task.toml whose task runs on the sandbox image: write more `[environment]` keys after
+it, then other tables."""
+REWARD_ONE = "#!/bin/bash\nmkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt\n"
+
+
+def write_task(
+    parent: Path,
+    name: str,
+    toml: str = ON_THE_SANDBOX_IMAGE,
+    *,
+    test_sh: str = REWARD_ONE,
+    files: dict[str, str] | None = None,
+) -> Path:
+    """A Harbor task folder written for a test under `parent`: its instruction, `toml` as its
+    task.toml, `test_sh` as tests/test.sh, and `files` (more of them, by relative path)."""
+    folder = parent / name
+    written = {"instruction.md": f"Do task {name}.\n", "task.toml": toml, "tests/test.sh": test_sh}
+    for relative, text in {**written, **(files or {})}.items():
+        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+        (folder / relative).write_text(text)
+    return folder

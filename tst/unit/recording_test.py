@@ -11,7 +11,14 @@ import pytest
 
 from agent_env import recording
 from agent_env.recording import REDACTED, Redaction, TrajectoryRecorder, read_trajectories
-from agent_env.trajectory import OutcomeRecord, TaskRef, ToolCallRecord, Trajectory, TurnRecord
+from agent_env.trajectory import (
+    OutcomeRecord,
+    TaskRef,
+    ToolCallRecord,
+    Trajectory,
+    TurnRecord,
+    VerifierRecord,
+)
 from tst.support.trajectories import fifo
 from tst.support.waiting import until, within
 
@@ -61,6 +68,23 @@ def test_secret_keys_and_values_are_redacted_wherever_they_are(tmp_path: Path) -
     assert call.arguments == {"crate": "C0", "password": REDACTED}
     assert call.result == f"the token is {REDACTED}"
     assert "hunter2" not in recorder.files[0].read_text()
+
+
+def test_a_secret_a_verifier_s_output_shows_is_redacted_as_every_text_of_the_trajectory(
+    tmp_path: Path,
+) -> None:
+    trajectory = a_trajectory()
+    said = (
+        "+ curl -H 'Authorization: Bearer s3cr3t-token' https://judge.test\ncurl: (6) Could not resolve host"
+    )
+    trajectory.verifiers = [VerifierRecord(type="test_script", weight=1.0, score=0.0, detail=said)]
+    recorder = TrajectoryRecorder(tmp_path, redaction=Redaction.of(values=["s3cr3t-token"]))
+    recorder.record(trajectory)
+    recorder.close()
+
+    (read,) = read_trajectories(tmp_path)
+    assert read.verifiers[0].detail == said.replace("s3cr3t-token", REDACTED)
+    assert "s3cr3t-token" not in recorder.files[0].read_text()
 
 
 def test_a_secret_environment_variable_s_value_is_redacted(

@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from agent_env import Episode, EpisodeError, Trajectory, trajectory_of
+from agent_env.sandbox.base import CommandResult
 from agent_env.testing import FakeTask
+from agent_env.verifiers import BashCheck, Verifier
 from tst.support.tools import add_crate
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "trajectory.schema.json"
 
 
 def _played(task: FakeTask, *steps: tuple[str, ...]) -> Episode:
-    episode = task.new_episode()
+    return _play(task.new_episode(), *steps)
 
+
+def _play(episode: Episode, *steps: tuple[str, ...]) -> Episode:
     async def play() -> None:
         await episode.deploy()
         for step in steps:
@@ -88,6 +93,31 @@ def test_an_episode_given_up_mid_turn_is_abandoned_with_its_open_turn_and_no_rep
 
     assert trajectory.outcome.kind == "abandoned" and trajectory.score is None
     assert [(t.turn, t.reply, len(t.calls)) for t in trajectory.turns] == [(1, None, 1)]
+
+
+def test_what_each_verifier_said_beside_its_score_is_its_detail_and_left_out_when_it_said_nothing() -> None:
+    fake = FakeTask(
+        "fetch-tools",
+        tools=[add_crate],
+        bash_result=lambda command: CommandResult(6, "\x1b[31mcurl: (6) Could not resolve host\x1b[0m\n"),
+    )
+    task = fake.task_at("train", 0)
+    checks = (Verifier(BashCheck(type="bash", command="curl -sSf https://astral.sh")), *task.verifiers)
+    episode = fake.new_episode(dataclasses.replace(task, verifiers=checks))
+    _play(episode, ("end", "done"))
+
+    trajectory = trajectory_of(episode)
+    written = json.loads(trajectory.model_dump_json())["verifiers"]
+
+    assert [(v.type, v.score, v.detail) for v in trajectory.verifiers] == [
+        ("bash", 0.0, "curl: (6) Could not resolve host\n[exit code: 6]"),
+        ("function", 1.0, ""),
+    ]
+    assert [sorted(verifier) for verifier in written] == [
+        ["detail", "score", "type", "weight"],
+        ["score", "type", "weight"],
+    ]
+    assert Trajectory.model_validate(json.loads(trajectory.model_dump_json())) == trajectory
 
 
 def test_a_trajectory_is_one_json_line_that_reads_back_equal() -> None:

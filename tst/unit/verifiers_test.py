@@ -13,6 +13,7 @@ from agent_env.verifiers import (
     BashCheck,
     FunctionCheck,
     ItemsCheck,
+    Judgement,
     ReplyCheck,
     Verifier,
     aggregate,
@@ -279,6 +280,27 @@ def test_a_bash_check_past_its_deadline_scores_zero():
             return await Verifier(check).score(context(sandbox=box))
 
     assert run(main()) == 0.0
+
+
+def bash_judgement(command: str) -> Judgement:
+    async def main():
+        async with sandbox({}) as box:
+            return await Verifier(BashCheck(type="bash", command=command)).judge(context(sandbox=box))
+
+    return run(main())
+
+
+def test_a_bash_check_keeps_the_end_of_its_command_s_output_and_its_exit_code_when_it_fails():
+    printed = (
+        "for n in $(seq 1 80); do echo checked $n; done; printf '\\033[31mtotal.txt is empty\\033[0m\\n'"
+    )
+
+    passed, failed_ = bash_judgement(printed), bash_judgement(printed + "; exit 3")
+
+    assert passed.score == 1.0 and failed_.score == 0.0
+    assert passed.detail.splitlines() == [*(f"checked {n}" for n in range(32, 81)), "total.txt is empty"]
+    assert failed_.detail.splitlines()[-2:] == ["total.txt is empty", "[exit code: 3]"]
+    assert bash_judgement("true") == Judgement(1.0)
 
 
 def test_a_bash_check_without_a_sandbox_fails_naming_the_task():

@@ -143,10 +143,14 @@ function turn(t) {
   return node;
 }
 
+// What a verifier said beside its score (a test script's last lines) is a row of its own below it.
 function verifiers(t) {
-  const rows = t.verifiers.map((v) => el("tr", { class: "verifier" },
+  const rows = t.verifiers.flatMap((v) => [el("tr", { class: "verifier" },
     el("td", { text: v.type }), el("td", { class: "num", text: String(v.weight) }),
-    el("td", { class: "num verifier-score", text: score(v.score) })));
+    el("td", { class: "num verifier-score", text: score(v.score) })),
+  v.detail ? el("tr", { class: "verifier-said" }, el("td", { colspan: "3" },
+    el("div", { class: "who", text: `${v.type} said` }), el("pre", { class: "verifier-detail", text: v.detail }))) : null]
+    .filter((row) => row !== null));
   return el("table", { class: "verifiers" },
     el("thead", {}, el("tr", {}, el("th", { text: "verifier" }), el("th", { class: "num", text: "weight" }),
       el("th", { class: "num", text: "score" }))),

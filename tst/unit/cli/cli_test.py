@@ -201,6 +201,60 @@ def test_replay_says_why_a_wrong_play_scored_as_it_did_each_verifier_and_the_fir
     ) in done.stdout.splitlines()
 
 
+def manifest_totals(tmp_path: Path, first_total: str) -> Path:
+    """The wharf with two train tasks, each scored by a bash check that says what total.txt holds: the
+    first task's reference play writes `first_total`, the second's the right total."""
+    wharf = tmp_path / "wharf"
+    shutil.copytree(EXAMPLE, wharf, ignore=shutil.ignore_patterns("__pycache__"))
+    tasks = [json.loads(line) for line in (wharf / "tasks" / "train.jsonl").read_text().splitlines()]
+    kept = [task for task in tasks if task["id"] in ("manifest-total-000", "manifest-total-001")]
+    for task in kept:
+        check = task["verifiers"][0]
+        check["command"] = 'echo "\033[1mtotal.txt holds:\033[0m $(cat total.txt)"; ' + check["command"]
+    (wharf / "tasks" / "train.jsonl").write_text("".join(json.dumps(task) + "\n" for task in kept))
+    plays = [json.loads(line) for line in (wharf / "solutions" / "train.jsonl").read_text().splitlines()]
+    plays = [play for play in plays if play["id"] in ("manifest-total-000", "manifest-total-001")]
+    plays[0]["turns"][0]["calls"] = [
+        {"tool": "bash", "arguments": {"command": f"echo {first_total} > total.txt"}}
+    ]
+    (wharf / "solutions" / "train.jsonl").write_text("".join(json.dumps(play) + "\n" for play in plays))
+    return wharf
+
+
+def test_replay_shows_below_a_wrong_play_what_its_verifiers_said_and_with_a_flag_what_the_others_did(
+    tmp_path,
+):
+    wharf = manifest_totals(tmp_path, first_total="7")
+
+    done = agent_env("replay", wharf, "--split", "train")
+    flagged = agent_env("replay", wharf, "--split", "train", "--verifier-output")
+
+    assert done.returncode == flagged.returncode == 1
+    lines = done.stdout.splitlines()
+    wrong = lines.index("  train/0 manifest-total-000: bash 0")
+    assert lines[wrong + 1 : wrong + 4] == [
+        "    bash said:",
+        "      total.txt holds: 7",
+        "      [exit code: 1]",
+    ]
+    assert "what the verifiers said of the other plays" not in done.stdout
+    others = flagged.stdout.split("\n\n")[-2]
+    assert others.splitlines() == [
+        "what the verifiers said of the other plays:",
+        "  train/1 manifest-total-001",
+        "    bash said:",
+        "      total.txt holds: 292",
+    ]
+    assert flagged.stdout.replace(f"\n{others}\n", "") == done.stdout
+
+
+def test_a_play_in_the_terminal_shows_what_each_verifier_said_before_the_score():
+    done = agent_env("play", EXAMPLE, "--index", 10, stdin='bash {"command": "echo 12 > total.txt"}\n/end\n')
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.rstrip().endswith("bash said:\n  [exit code: 1]\nscore: 0.00")
+
+
 def test_the_terminal_shows_an_argument_s_bounds_pattern_length_and_default_as_its_schema_has_them():
     schema = {
         "type": "function",

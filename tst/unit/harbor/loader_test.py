@@ -15,7 +15,7 @@ from agent_env.harbor.loader import read_harbor
 from agent_env.harbor.verifier import HarborTests
 from agent_env.verifiers import ScriptCheck
 from tst.support.bundles import files_read
-from tst.support.harbor_tasks import DATASET, EDGE, MALFORMED
+from tst.support.harbor_tasks import DATASET, EDGE, MALFORMED, ON_THE_SANDBOX_IMAGE, write_task
 
 
 def unbuilt(path: Path):  # type: ignore[no-untyped-def]
@@ -113,7 +113,7 @@ def test_a_sidecar_naming_a_folder_that_is_no_task_is_refused_with_the_name(tmp_
         ("no-instruction", "instruction.md: missing: write the task's prompt for the agent in it"),
         ("bad-toml", "task.toml: malformed TOML: Expected ']' at the end of a table declaration"),
         ("steps", "steps: multi-step tasks (steps/) are not supported"),
-        ("compose", "environment/docker-compose.yaml: compose environments are not supported"),
+        ("compose", "environment/docker-compose.yaml: names service(s) 'db': a task here is one container"),
         ("gpu", "task.toml: environment.gpus: GPUs are not supported"),
         ("no-tests", "tests/test.sh: missing: write the script that checks the work"),
     ],
@@ -143,9 +143,25 @@ def test_a_field_no_version_of_this_loader_knows_is_a_warning_naming_it_and_the_
     assert [t.id for t in read.splits["train"]] == ["unknown-field"]
     warned = [record.getMessage() for record in caplog.records]
     assert warned == [
-        "task.toml: field 'agent.turbo' is not one this loader knows (a newer Harbor's?): ignored",
-        "task.toml: field 'environment.shiny_new_option' is not one this loader knows (a newer Harbor's?): "
-        "ignored",
+        "task.toml fields this loader does not know (a newer Harbor's?), ignored: agent.turbo (1 task), "
+        "environment.shiny_new_option (1 task)"
+    ]
+
+
+def test_a_datasets_unknown_fields_are_one_line_counting_the_tasks_that_write_each(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    for n in range(5):
+        extra = "turbo = true\n" if n < 4 else ""
+        write_task(tmp_path, f"task-{n}", f"{ON_THE_SANDBOX_IMAGE}{extra}[agent]\nfast = 1\n")
+
+    with caplog.at_level(logging.WARNING, logger="agent_env.harbor"):
+        read = unbuilt(tmp_path)
+
+    assert len(read.splits["train"]) == 5
+    assert [record.getMessage() for record in caplog.records] == [
+        "task.toml fields this loader does not know (a newer Harbor's?), ignored: agent.fast (5 tasks), "
+        "environment.turbo (4 tasks)"
     ]
 
 
@@ -257,20 +273,45 @@ def test_an_instruction_over_1_mib_is_refused_unread_naming_the_cap(
 
 
 @pytest.mark.needs("docker_installed", "docker_engine")
-def test_cpus_or_memory_beyond_what_the_engine_has_are_refused_at_load_with_what_it_has(tmp_path: Path):
+@pytest.mark.parametrize("build", [True, False])
+def test_memory_beyond_what_the_engine_has_is_refused_at_load_with_what_it_has_built_or_not(
+    tmp_path: Path, build: bool
+):
     from agent_env.sandbox.docker_engine import docker_client
 
     task = shutil.copytree(DATASET / "marker", tmp_path / "marker")
     toml = task / "task.toml"
-    toml.write_text(toml.read_text().replace("memory_mb = 256", "cpus = 4096\nmemory_mb = 1073741824"))
-    info = docker_client().info()
-    cpus, memory_mb = info["NCPU"], info["MemTotal"] // 2**20
+    toml.write_text(toml.read_text().replace("memory_mb = 256", "memory_mb = 1073741824"))
+    memory_mb = docker_client().info()["MemTotal"] // 2**20
 
-    problems = problems_of(task)
+    read, problems = read_harbor(task, build=build)
 
-    assert problems == [
-        f"task.toml: environment.cpus: asks for 4096 CPUs, and the Docker engine has {cpus}: write "
-        f"cpus = {cpus} or less, or load the tasks where the engine has more",
+    assert read is None
+    assert [str(p) for p in problems] == [
         f"task.toml: environment.memory_mb: asks for 1073741824 MB, and the Docker engine has {memory_mb} MB "
         f"in all: write memory_mb = {memory_mb} or less, or load the tasks where the engine has more",
+    ]
+
+
+@pytest.mark.needs("docker_installed", "docker_engine")
+@pytest.mark.parametrize("build", [True, False])
+def test_cpus_beyond_what_the_engine_has_are_clamped_to_its_count_in_one_line_for_the_dataset(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, build: bool
+):
+    from agent_env.sandbox.docker_engine import docker_client
+
+    cpus = docker_client().info()["NCPU"]
+    for name, asked in (("small", 1), ("big", cpus + 2), ("huge", 4096)):
+        write_task(tmp_path, name, f"{ON_THE_SANDBOX_IMAGE}cpus = {asked}\nmemory_mb = 256\n")
+
+    with caplog.at_level(logging.WARNING, logger="agent_env.harbor"):
+        read, problems = read_harbor(tmp_path, build=build)
+
+    assert problems == [] and read is not None
+    given = {task.id: task.sandbox_settings.cpus for task in read.splits["train"]}
+    assert given == {"big": cpus, "huge": cpus, "small": 1}
+    assert [record.getMessage() for record in caplog.records] == [
+        f"more CPUs than the Docker engine has ({cpus}) are asked for by 2 tasks: big ({cpus + 2}), huge "
+        f"(4096); each gets the engine's {cpus}, all a larger quota could give it (write cpus = {cpus} or "
+        "less to say so, or load them where the engine has more)"
     ]

@@ -210,3 +210,36 @@ def test_an_eval_episode_s_normal_end_is_not_an_error_its_simulated_turn_is_mark
         assert who == ["user", "user (simulated)"]
         assert "deploy 0.250 s" in timing and "verify not measured by eval" in timing
         assert "teardown not measured by eval" in timing and "total 1.500 s" in timing
+
+
+def test_an_episode_shows_what_each_verifier_said_below_its_score_as_text(
+    tmp_path: Path, browser: Any
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    from agent_env import OutcomeRecord, TaskRef, Trajectory, TurnRecord, VerifierRecord
+
+    said = "curl: (6) Could not resolve host: astral.sh\n<b>uvx</b>: command not found"
+    scored = Trajectory(
+        recorded_by="server",
+        task=TaskRef(split="train", index=0, id="fetch-uv", toolset="harbor"),
+        turns=[TurnRecord(turn=1, prompt="Say hello.", reply="")],
+        verifiers=[
+            VerifierRecord(type="test_script", weight=1.0, score=0.0, detail=said),
+            VerifierRecord(type="bash", weight=1.0, score=1.0),
+        ],
+        score=0.5,
+        outcome=OutcomeRecord(kind="scored"),
+    )
+    write_folder(tmp_path, [scored])
+    with ViewServer(tmp_path) as view:
+        browser.get(f"{view.url}#/episode/{scored.id}")
+        wait_for(browser, lambda b: b.find_elements(By.CSS_SELECTOR, "#episode-view table.verifiers"))
+        rows = browser.find_elements(By.CSS_SELECTOR, "table.verifiers tbody tr")
+
+        assert [row.get_attribute("class") for row in rows] == ["verifier", "verifier-said", "verifier"]
+        assert rows[0].text.split() == ["test_script", "1", "0.00"]
+        assert rows[1].find_element(By.CSS_SELECTOR, ".who").text == "test_script said"
+        assert rows[1].find_element(By.CSS_SELECTOR, "pre.verifier-detail").text == said
+        assert rows[1].find_elements(By.TAG_NAME, "b") == []
+        assert rows[2].text.split() == ["bash", "1", "1.00"]
