@@ -124,9 +124,13 @@ def test_a_datasets_images_are_built_side_by_side_each_context_once_and_its_prob
         write_task(dataset, f"a-slow-{n}", slow.format(n=n))
     write_task(dataset, "b-slow-same", slow.format(n=0))  # the same context as a-slow-0
     write_task(dataset, "c-fails-slowly", f"FROM {DEFAULT_IMAGE}\nRUN sleep 2 && echo {nonce} && exit 3\n")
-    write_task(dataset, "d-too-many-cpus", f"FROM {DEFAULT_IMAGE}\n", TOML + "cpus = 4096\n")
+    linked = write_task(dataset, "d-solution-links-out", f"FROM {DEFAULT_IMAGE}\nLABEL nonce={nonce}\n")
+    (linked / "solution").mkdir()
+    (linked / "solution" / "solve.sh").symlink_to(tmp_path / "elsewhere.sh")
+    (tmp_path / "elsewhere.sh").write_text("echo hi\n")
     write_task(dataset, "e-fails-at-once", f"FROM {DEFAULT_IMAGE}\nCOPY missing-{nonce}.txt /\n")
-    images.extend(image_tag(dataset / f"a-slow-{n}" / "environment") for n in range(3))
+    images.extend(image_tag(dataset / name / "environment") for name in ("a-slow-0", "a-slow-1", "a-slow-2"))
+    images.append(image_tag(linked / "environment"))
     built: list[str] = []
     monkeypatch.setattr(docker_client.api, "build", counted(docker_client.api.build, built))
     monkeypatch.setattr("agent_env.sandbox.docker_engine.docker_client", lambda: docker_client)
@@ -139,10 +143,10 @@ def test_a_datasets_images_are_built_side_by_side_each_context_once_and_its_prob
     assert code == 1
     assert [line.split(":")[0].strip() for line in problems if not line.startswith("    ")] == [
         "c-fails-slowly/environment/",
-        "d-too-many-cpus/task.toml",
+        "d-solution-links-out/solution/solve.sh",
         "e-fails-at-once/environment/",
     ]
-    assert len(built) == len(set(built)) == 5  # b-slow-same is a-slow-0's build; d is never built
+    assert len(built) == len(set(built)) == 6  # b-slow-same is a-slow-0's build
     assert took < 4 * 2.0  # four builds that each sleep 2 s: side by side, not one after another
 
 
