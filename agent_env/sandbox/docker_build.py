@@ -48,9 +48,12 @@ def image_tag(environment: Path) -> str:
     return f"{IMAGE_REPOSITORY}:{folder_digest(environment).removeprefix('sha256:')[:24]}"
 
 
-def task_image(client: Any, environment: Path, docker_image: str | None, build_timeout_s: float) -> TaskImage:
+def task_image(
+    client: Any, environment: Path, docker_image: str | None, build_timeout_s: float, tag: str | None = None
+) -> TaskImage:
     """The task's image: `docker_image` if given (pulled when the engine lacks it), else its
-    environment/ built, unless an image of the same content is there already."""
+    environment/ built as `tag` (default: `image_tag(environment)`), unless an image of the same
+    content, built on the images its Dockerfile names as the engine has them now, is there already."""
     import docker.errors
 
     if docker_image is not None:
@@ -66,7 +69,7 @@ def task_image(client: Any, environment: Path, docker_image: str | None, build_t
                     "it (`docker load`) into this engine first"
                 ) from None
         return TaskImage(docker_image, _workdir(image), built=False)
-    tag = image_tag(environment)
+    tag = tag or image_tag(environment)
     bases = _bases(client, environment)
     try:
         found = client.images.get(tag)
@@ -186,15 +189,17 @@ def task_images(
     keys = [request.key() for request in requests]
     first = {key: requests[keys.index(key)] for key in dict.fromkeys(keys)}
 
-    def one(request: ImageRequest) -> TaskImage | ImageBuildError:
+    def one(key: str) -> TaskImage | ImageBuildError:
+        request = first[key]
+        tag = None if request.docker_image is not None else key
         try:
-            return task_image(client, request.environment, request.docker_image, request.build_timeout_s)
+            return task_image(client, request.environment, request.docker_image, request.build_timeout_s, tag)
         except ImageBuildError as exc:
             return exc
 
     if concurrency == 1 or len(first) <= 1:
-        got = {key: one(request) for key, request in first.items()}
+        got = {key: one(key) for key in first}
     else:
         with ThreadPoolExecutor(min(concurrency, len(first)), thread_name_prefix="agent-env-build") as pool:
-            got = dict(zip(first, pool.map(one, first.values()), strict=True))
+            got = dict(zip(first, pool.map(one, first), strict=True))
     return [got[key] for key in keys]

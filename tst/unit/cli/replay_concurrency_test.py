@@ -4,6 +4,7 @@ order they ended in, each task's time shown, and the exit code of a play that sc
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -101,3 +102,27 @@ def test_replay_refuses_a_concurrency_below_1_saying_what_it_takes(tmp_path: Pat
 
     assert done.returncode == 2
     assert "--concurrency: must be a whole number, 1 or more, got '0'" in done.stderr
+
+
+def test_check_refuses_a_build_concurrency_below_1_from_its_option_or_its_variable_saying_what_to_give(
+    tmp_path: Path,
+):
+    from tst.support.harbor_tasks import DATASET
+
+    command = [sys.executable, "-m", "agent_env.cli", "check", str(DATASET)]
+    option = subprocess.run(
+        [*command, "--build-concurrency", "0"], capture_output=True, text=True, timeout=60
+    )
+    variable = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "AGENTENV_BUILD_CONCURRENCY": "several"},
+    )
+
+    assert option.returncode == variable.returncode == 2
+    assert "--build-concurrency: must be a whole number, 1 or more, got '0'" in option.stderr
+    assert variable.stderr.startswith(
+        "error: AGENTENV_BUILD_CONCURRENCY must be a positive integer, got 'several': set it to, say, "
+    )
