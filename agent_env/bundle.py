@@ -99,15 +99,17 @@ class Bundle:
         return tasks[index]
 
     def skipped_summary(self) -> str | None:
-        """What a run says of the tasks its load skipped: "skipped N of M tasks:", then each one's
-        first problem (which names the task), and how to see them all; None when none was skipped."""
+        """What a run says of the tasks its load skipped: "skipped N of M tasks:", then a line for
+        each, its first problem (which names the task; a problem of several lines, a build's log,
+        cut to its first), and how to see them all; None when none was skipped."""
         if not self.skipped:
             return None
         total = sum(len(tasks) for tasks in self.splits.values()) + len(self.skipped)
         lines = [f"skipped {len(self.skipped)} of {total} tasks:"]
         for task in self.skipped:
+            first, *rest = str(task.problems[0]).splitlines()
             more = len(task.problems) - 1
-            lines.append(f"  {task.problems[0]}" + (f" (and {more} more)" if more else ""))
+            lines.append(f"  {first}" + (" [...]" if rest else "") + (f" (and {more} more)" if more else ""))
         lines.append(f"(`agent-env check {self.path}` lists every problem)")
         return "\n".join(lines)
 

@@ -757,8 +757,10 @@ def test_skipping_broken_tasks_leaves_out_each_task_line_that_does_not_load_and_
     assert bundle.skipped_summary() == (
         "skipped 3 of 5 tasks:\n"
         "  tasks/train.jsonl:2 (task 'stray'): agent 'writer' is not defined (choices: reader)\n"
-        "  tasks/train.jsonl:3: malformed JSON: Expecting property name enclosed in double quotes (column 2)\n"
-        "  tasks/train.jsonl:5: duplicate task id 'first' (first at tasks/train.jsonl:1); ids must be unique\n"
+        "  tasks/train.jsonl:3: malformed JSON: Expecting property name enclosed in double quotes "
+        "(column 2)\n"
+        "  tasks/train.jsonl:5: duplicate task id 'first' (first at tasks/train.jsonl:1); ids must be "
+        "unique\n"
         f"(`agent-env check {root}` lists every problem)"
     )
 
