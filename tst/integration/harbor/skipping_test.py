@@ -1,7 +1,8 @@
 """A mixed folder of Harbor tasks, some fine and some broken (no test.sh, a malformed task.toml, a
 Dockerfile that fails to build), run with `--skip-broken-tasks` (`skip_broken_tasks=True`): the
-good tasks play and score as their tests say, the broken are listed with their problems. And a
-replayed task that asks for the internet gets a network with `--allow-internet`, as a served one."""
+good tasks play and score as their tests say, the broken are listed with their problems. And what
+a Harbor dataset differs in elsewhere: a replayed task that asks for the internet gets a network
+with `--allow-internet`, as a served one; reference plays are each task folder's solution/solve.sh."""
 
 from __future__ import annotations
 
@@ -178,6 +179,28 @@ def test_agent_env_local_skipping_broken_tasks_serves_the_rest_and_a_failing_sol
     assert [
         record.getMessage().splitlines()[0] for record in caplog.records if "skipped" in record.getMessage()
     ] == ["skipped 3 of 6 tasks:"]
+
+
+@pytest.mark.needs("trl_installed")
+def test_demonstrations_of_harbor_tasks_without_a_solve_sh_say_to_add_one_not_a_solutions_file(
+    tmp_path: Path,
+) -> None:
+    from agent_env.training.trl import AgentEnv, DemonstrationError
+
+    task = shutil.copytree(DATASET / "marker", tmp_path / "tasks" / "marker")
+    shutil.rmtree(task / "solution")
+    env = AgentEnv.local(tmp_path / "tasks")
+    try:
+        with pytest.raises(DemonstrationError) as refused:
+            env.demonstrations("train")
+    finally:
+        env.close()
+
+    assert str(refused.value).startswith(
+        f"split 'train' on {env.url} has no reference plays: add solution/solve.sh to its Harbor task "
+        "folders, a script that does the task"
+    )
+    assert "solutions/" not in str(refused.value)
 
 
 @pytest.mark.needs("eval_installed")
