@@ -114,6 +114,12 @@ class Bundle:
         return "\n".join(lines)
 
 
+def names_a_bundle(target: str | Path) -> bool:
+    """Whether `target` names a bundle (a folder, or `harbor:PATH`) rather than a server's URL: the one
+    rule `evaluate` and `agent-env eval` tell them apart by."""
+    return Path(target).is_dir() or harbor_folder(target) is not None
+
+
 def load_bundle(path: str | Path, *, skip_broken_tasks: bool = False) -> Bundle:
     """Load and check the bundle at `path`; raises one BundleError listing every problem.
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
+from agent_env.bundle import names_a_bundle
 from agent_env.cli._skipping import FLAG as SKIP_FLAG, add_skip_option, loaded
 from agent_env.cli._token import add_token_options, token_of
 from agent_env.errors import AgentEnvError
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=err)
         return 2
-    if args.skip_broken_tasks and not _bundle_folder(args.target):
+    if args.skip_broken_tasks and not names_a_bundle(args.target):
         print(
             f"error: {SKIP_FLAG} leaves out the tasks of a bundle folder that do not load, and "
             f"{args.target} is not one: a server loaded its tasks when it started (serve it with "
@@ -189,13 +189,6 @@ def run(args: argparse.Namespace) -> int:
 
 _REASONS_SHOWN = 3
 _REASON_CHARS = 300
-
-
-def _bundle_folder(target: str) -> bool:
-    """Whether `target` names a bundle (a folder, or `harbor:PATH`), not a server's URL."""
-    from agent_env.harbor.loader import harbor_folder
-
-    return Path(target).is_dir() or harbor_folder(target) is not None
 
 
 def _endpoint_policy(args: argparse.Namespace) -> Any:

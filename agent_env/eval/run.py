@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_env._errors import ArgumentError
-from agent_env.bundle import Bundle, load_bundle
+from agent_env.bundle import Bundle, load_bundle, names_a_bundle
 from agent_env.client.tokens import resolve_token
 from agent_env.eval.play import PlaySettings, play_sample
 from agent_env.eval.policy import Policy
@@ -138,7 +138,7 @@ class _Target:
         from agent_env.client.taskapi import TaskAPI
 
         self._server: BackgroundServer | None = None
-        if isinstance(target, Bundle) or Path(target).is_dir():
+        if isinstance(target, Bundle) or names_a_bundle(target):
             from agent_env.openenv import BackgroundServer, build_app
 
             bundle = target if isinstance(target, Bundle) else load_bundle(target)
