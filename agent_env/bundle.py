@@ -11,6 +11,11 @@
 
 Loading checks everything and reports every problem at once, each with its file, its line or field,
 what is wrong and how to fix it. Loading runs the bundle's own Python: a bundle is trusted code.
+
+A load asked to skip the tasks that do not load (`skip_broken_tasks`) leaves out each task whose
+problems are all its own, a Harbor task folder or a line of tasks/SPLIT.jsonl, and loads the others
+(`Bundle.skipped` lists them). A problem no one task has (bundle.toml, envs/, verifiers.py,
+solutions/, a tasks/SPLIT.json list, agent-env-splits.toml, no Docker engine) stops it still.
 This module reads bundle.toml and the MCP servers; the other parts are read in `agent_env._bundle`.
 """
 
@@ -18,7 +23,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +39,8 @@ from agent_env._digest import folder_digest
 from agent_env._extras import installed
 from agent_env.errors import (
     BundleError,
+    Problem,
+    SkippedTask,
     SplitNotFoundError,
     TaskIndexError,
     validation_problems,
@@ -49,6 +56,8 @@ from agent_env.toolset import AnyEnvSpec
 from agent_env.verifiers import VERIFIER_TYPES
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_TASK_LINE = re.compile(r"^(tasks/[^/:]+\.jsonl:\d+)(?:$|[ :])")
+"""A problem's place in one line of a task file: that task's own, which a load may skip."""
 MAX_FILE_BYTES = 256 * 2**20
 """The largest task file or sandbox source a bundle may hold: a bigger one is refused unread."""
 
@@ -72,6 +81,9 @@ class Bundle:
     sandbox_per_task: bool = False
     """Whether each task brings its own sandbox settings (a Harbor task's image and limits) rather
     than sharing the bundle's `[sandbox]`."""
+    skipped: tuple[SkippedTask, ...] = ()
+    """The tasks left out because they do not load, each with its problems, when the load was asked
+    to skip them (`load_bundle(path, skip_broken_tasks=True)`); `skipped_summary` words them."""
 
     def tasks(self, split: str) -> tuple[Task, ...]:
         """The tasks of `split`, in index order."""
@@ -86,22 +98,50 @@ class Bundle:
             raise TaskIndexError(f"split '{split}' has {len(tasks)} tasks; index {index} is out of range")
         return tasks[index]
 
+    def skipped_summary(self) -> str | None:
+        """What a run says of the tasks its load skipped: "skipped N of M tasks:", then a line for
+        each, its first problem (which names the task; a problem of several lines, a build's log,
+        cut to its first), and how to see them all; None when none was skipped."""
+        if not self.skipped:
+            return None
+        total = sum(len(tasks) for tasks in self.splits.values()) + len(self.skipped)
+        lines = [f"skipped {len(self.skipped)} of {total} tasks:"]
+        for task in self.skipped:
+            first, *rest = str(task.problems[0]).splitlines()
+            more = len(task.problems) - 1
+            lines.append(f"  {first}" + (" [...]" if rest else "") + (f" (and {more} more)" if more else ""))
+        lines.append(f"(`agent-env check {self.path}` lists every problem)")
+        return "\n".join(lines)
 
-def load_bundle(path: str | Path, *, build_concurrency: int | None = None) -> Bundle:
+
+def names_a_bundle(target: str | Path) -> bool:
+    """Whether `target` names a bundle (a folder, or `harbor:PATH`) rather than a server's URL: the one
+    rule `evaluate` and `agent-env eval` tell them apart by."""
+    return Path(target).is_dir() or harbor_folder(target) is not None
+
+
+def load_bundle(
+    path: str | Path, *, skip_broken_tasks: bool = False, build_concurrency: int | None = None
+) -> Bundle:
     """Load and check the bundle at `path`; raises one BundleError listing every problem.
 
     A folder of Harbor tasks (or one task folder: task.toml and instruction.md), or a path written
     `harbor:PATH`, is read as one (`agent_env.harbor`), its images built in the Docker engine,
     `build_concurrency` at once (default: $AGENTENV_BUILD_CONCURRENCY, else twice the cores, at most
-    8)."""
+    8).
+
+    With `skip_broken_tasks`, a task whose problems are all its own (a Harbor task folder's, a line of
+    tasks/SPLIT.jsonl's) is left out, in `Bundle.skipped`, and the others load, so one broken task
+    does not stop a dataset; the tasks after a skipped line of a split take the indices it leaves.
+    Any other problem, or no task left to load, is still a BundleError."""
     harbor = harbor_folder(path)
     if harbor is not None:
-        return _harbor_bundle(harbor, str(path), build_concurrency)
-    return _Loader(Path(path)).load()
+        return _harbor_bundle(harbor, str(path), skip_broken_tasks, build_concurrency)
+    return _Loader(Path(path), skip_broken_tasks).load()
 
 
-def _harbor_bundle(folder: Path, shown: str, build_concurrency: int | None) -> Bundle:
-    read, problems = read_harbor(folder, build_concurrency=build_concurrency)
+def _harbor_bundle(folder: Path, shown: str, skip: bool, build_concurrency: int | None) -> Bundle:
+    read, problems = read_harbor(folder, skip_broken_tasks=skip, build_concurrency=build_concurrency)
     if read is None or problems:
         raise BundleError(shown, problems)
     return Bundle(
@@ -114,6 +154,7 @@ def _harbor_bundle(folder: Path, shown: str, build_concurrency: int | None) -> B
         read.content_digest,
         read.solutions,
         sandbox_per_task=True,
+        skipped=read.skipped,
     )
 
 
@@ -121,11 +162,12 @@ class _Loader:
     """Reads bundle.toml and the MCP servers itself, and hands every other part to `agent_env._bundle`,
     all reporting to one `BundleFolder`."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, skip: bool = False) -> None:
         self.folder = BundleFolder(path.resolve(), MAX_FILE_BYTES)
         self.root = self.folder.root
         self.shown = str(path)
         self.problem = self.folder.problem
+        self.skip = skip
 
     def fail(self) -> BundleError:
         return BundleError(self.shown, self.folder.problems)
@@ -153,10 +195,44 @@ class _Loader:
         if config:
             splits = read_splits(self.folder, Definitions(config, envs, agents, functions, users))
         solutions = read_solutions(self.folder, splits)
+        skipped = self._skipped(splits) if self.skip and self.folder.problems else ()
         if self.folder.problems or config is None or content is None:
             raise self.fail()
+        kept = {split: tasks for split, tasks in splits.items() if tasks}  # a split all skipped is gone
         name = config.name or self.root.name
-        return Bundle(name, self.root, config, envs, agents, splits, content, solutions)
+        return Bundle(
+            name,
+            self.root,
+            config,
+            envs,
+            agents,
+            kept,
+            content,
+            {split: plays for split, plays in solutions.items() if split in kept},
+            skipped=skipped,
+        )
+
+    def _skipped(self, splits: Mapping[str, Iterable[Task]]) -> tuple[SkippedTask, ...]:
+        """The task lines to leave out, each with its problems, which are then no longer the load's:
+        none when a problem is no one line's own (the load then fails with every problem), or when
+        no task would be left."""
+        problems = self.folder.problems
+        lines = [_TASK_LINE.match(problem.where) for problem in problems]
+        if not all(lines):
+            return ()
+        if not any(True for tasks in splits.values() for _ in tasks):
+            self.problem(
+                "tasks/",
+                f"no task loads (each of the {len({m[1] for m in lines if m})} task lines listed here has "
+                "a problem), so skipping those that do not leaves nothing: fix them",
+            )
+            return ()
+        by_line: dict[str, list[Problem]] = {}
+        for line, problem in zip(lines, problems, strict=True):
+            assert line is not None
+            by_line.setdefault(line[1], []).append(problem)
+        problems.clear()
+        return tuple(SkippedTask(line, tuple(found)) for line, found in by_line.items())
 
     def _content(self) -> str | None:
         try:

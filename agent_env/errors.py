@@ -136,6 +136,17 @@ class Problem:
         return f"{self.where}: {self.message}" if self.where else self.message
 
 
+@dataclass(frozen=True)
+class SkippedTask:
+    """A task left out of a load asked to skip the tasks that do not load (`load_bundle(path,
+    skip_broken_tasks=True)`), so that one broken task does not stop a dataset: the task, named as
+    its problems name it (a Harbor task's folder, `broken-task`; a task file's line,
+    `tasks/train.jsonl:3`), and every problem found in it."""
+
+    task: str
+    problems: tuple[Problem, ...]
+
+
 class BundleError(AgentEnvError):
     """A bundle that cannot be loaded; it lists every problem found, not only the first."""
 

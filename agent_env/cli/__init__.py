@@ -19,14 +19,16 @@ from agent_env._concurrency import BUILD_CONCURRENCY_VARIABLE, default_concurren
 from agent_env._table import table
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.cli import eval as eval_command, export_atif
+from agent_env.cli._skipping import add_skip_option, loaded
 from agent_env.cli._token import add_token_options, token_of
 from agent_env.cli.play import play_in_terminal
 from agent_env.episode import Episode
 from agent_env.errors import AgentEnvError, BundleError
 from agent_env.recording import DEFAULT_MAX_MB
 from agent_env.replay import ReplayResult, load_solutions, replay_many
+from agent_env.sandbox.base import SandboxProvider
 from agent_env.sandbox.config import DEFAULT_IMAGE
-from agent_env.sandbox.registry import PROVIDERS
+from agent_env.sandbox.registry import PROVIDERS, sandbox_provider
 from agent_env.task import Task
 
 
@@ -76,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print what every play's verifiers said (a test script's last lines), not only the WRONG ones'",
     )
+    replay.add_argument("--allow-internet", action="store_true", help=_ALLOW_INTERNET)
+    add_skip_option(replay)
     replay.add_argument(
         "--concurrency",
         type=_positive,
@@ -108,12 +112,8 @@ def _parser() -> argparse.ArgumentParser:
         help="docker sandbox: keep N containers started ahead of the episodes (default: the bundle's "
         "[sandbox] warm, else 0; Harbor tasks: N per image)",
     )
-    serve.add_argument(
-        "--allow-internet",
-        action="store_true",
-        help="give the tasks that ask for the internet (Harbor's [environment] allow_internet) a network; "
-        "without it, no sandbox has one",
-    )
+    serve.add_argument("--allow-internet", action="store_true", help=_ALLOW_INTERNET)
+    add_skip_option(serve)
     add_token_options(serve, "require this bearer token on every route and the WebSocket")
     serve.add_argument(
         "--insecure-no-token",
@@ -187,6 +187,12 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number, 1 or more, got {text!r}")
     return value
+
+
+_ALLOW_INTERNET = (
+    "give the tasks that ask for the internet (Harbor's [environment] allow_internet) a network; "
+    "without it, no sandbox has one"
+)
 
 
 def _sandbox_image(args: argparse.Namespace) -> int:
@@ -267,6 +273,7 @@ def _serve(args: argparse.Namespace) -> int:
             warm=args.warm,
             allowed_hosts=args.allowed_hosts,
             allow_internet=args.allow_internet,
+            skip_broken_tasks=args.skip_broken_tasks,
             insecure_no_token=args.insecure_no_token,
         )
     except (ValueError, OSError) as exc:
@@ -282,8 +289,28 @@ def _entry(head: str, body: str) -> str:
     return f"  {head}" + ("\n" + textwrap.indent(textwrap.dedent(body), "    ") if body else "")
 
 
+def _sandbox_of(task: Task, sandbox: str | None, allow_internet: bool) -> str | SandboxProvider | None:
+    """The sandbox a replayed task plays in: `--sandbox`'s, or the task's; with --allow-internet, a
+    Docker one with a network for a task that asks for the internet, as `serve --allow-internet`
+    gives it."""
+    settings = task.sandbox_settings
+    if allow_internet and settings.asks_network and (sandbox or settings.provider) == "docker":
+        return sandbox_provider("docker", settings, allow_network=True)
+    return sandbox
+
+
+def _internet_note(bundle: Bundle, allowed: bool) -> str | None:
+    """What replay says of the tasks that ask for the internet, as `serve`'s start line does."""
+    asking = sum(task.sandbox_settings.asks_network for tasks in bundle.splits.values() for task in tasks)
+    if not asking:
+        return None
+    if allowed:
+        return f"{asking} tasks ask for the internet and get it (--allow-internet)"
+    return f"{asking} tasks ask for the internet and run without it (--allow-internet gives it)"
+
+
 def _replay(args: argparse.Namespace) -> int:
-    bundle = load_bundle(args.bundle, build_concurrency=args.build_concurrency)
+    bundle = loaded(args.bundle, args.skip_broken_tasks, sys.stderr, build_concurrency=args.build_concurrency)
     rows = []
     failures = unplayed = 0
     reasons: list[str] = []
@@ -296,10 +323,15 @@ def _replay(args: argparse.Namespace) -> int:
     ]
 
     async def replay_all() -> list[ReplayResult]:
-        episodes = [Episode(task, provider=args.sandbox) for _, task, _ in plays]  # refused before any play
+        episodes = [  # refused before any play
+            Episode(task, provider=_sandbox_of(task, args.sandbox, args.allow_internet))
+            for _, task, _ in plays
+        ]
         turns = [script.turns if script else [] for _, _, script in plays]
         return await replay_many(list(zip(episodes, turns, strict=True)), concurrency=args.concurrency)
 
+    if (note := _internet_note(bundle, args.allow_internet)) is not None:
+        print(f"note: {note}", file=sys.stderr)
     started = time.perf_counter()
     results = asyncio.run(replay_all())
     took = time.perf_counter() - started

@@ -14,6 +14,8 @@ import argparse
 import sys
 from typing import Any
 
+from agent_env.bundle import names_a_bundle
+from agent_env.cli._skipping import FLAG as SKIP_FLAG, add_skip_option, loaded
 from agent_env.cli._token import add_token_options, token_of
 from agent_env.errors import AgentEnvError
 
@@ -39,7 +41,9 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "target", help="a bundle folder (served in this process) or an agent_env server's URL"
     )
-    parser.add_argument("--split", default="eval", help="the split to play (default: eval)")
+    parser.add_argument(
+        "--split", help="the split to play (default: the target's one split when it has only one, else eval)"
+    )
     parser.add_argument("-n", "--samples", type=_positive, default=1, help="plays of each task (default: 1)")
     parser.add_argument("--concurrency", type=_positive, default=16, help="episodes at once (default: 16)")
     parser.add_argument(
@@ -86,6 +90,7 @@ def add_parser(commands: Any) -> None:
         "included; past it, the sample is an error (default: 300)",
     )
     add_token_options(parser, "the agent_env server's bearer token")
+    add_skip_option(parser)
     parser.set_defaults(run=run)
 
 
@@ -96,9 +101,18 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=err)
         return 2
+    if args.skip_broken_tasks and not names_a_bundle(args.target):
+        print(
+            f"error: {SKIP_FLAG} leaves out the tasks of a bundle folder that do not load, and "
+            f"{args.target} is not one: a server loaded its tasks when it started (serve it with "
+            f"{SKIP_FLAG}), or give the bundle's folder",
+            file=err,
+        )
+        return 2
     try:
         from agent_env.eval import PlaySettings, Policy, Progress, evaluate
         from agent_env.eval.play import DEFAULT_MAX_TOOL_CALLS
+        from agent_env.eval.run import DEFAULT_SPLIT
     except ImportError as exc:
         print(f"error: {exc}", file=err)
         return 1
@@ -132,8 +146,9 @@ def run(args: argparse.Namespace) -> int:
         )
 
     try:
+        target = loaded(args.target, True, err) if args.skip_broken_tasks else args.target
         result = evaluate(
-            args.target,
+            target,
             policy,
             split=args.split,
             samples=args.samples,
@@ -151,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if callable(close := getattr(policy, "close", None)):
             close()  # an endpoint's connections, closed on the loop that opened them
+    if args.split is None and result.split != DEFAULT_SPLIT:
+        print(f"eval: played split '{result.split}', the only split {args.target} has", file=err)
     print(result.table())
     if args.out:
         print(f"\nresults.json and the trajectories are in {args.out}")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_env._errors import ArgumentError
-from agent_env.bundle import Bundle, load_bundle
+from agent_env.bundle import Bundle, load_bundle, names_a_bundle
 from agent_env.client.tokens import resolve_token
 from agent_env.eval.play import PlaySettings, play_sample
 from agent_env.eval.policy import Policy
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from agent_env.openenv import BackgroundServer
 
 RESULTS_FILE = "results.json"
+DEFAULT_SPLIT = "eval"
+"""The split `split=None` plays when the target has several (its only one when it has one)."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ def evaluate(
     target: str | Path | Bundle,
     policy: Policy,
     *,
-    split: str = "eval",
+    split: str | None = DEFAULT_SPLIT,
     samples: int = 1,
     concurrency: int = 16,
     settings: PlaySettings | None = None,
@@ -55,12 +57,16 @@ def evaluate(
     progress: Callable[[Progress], None] | None = None,
     extra_settings: dict[str, Any] | None = None,
 ) -> EvalResult:
-    """Play each task of `split` `samples` times with `policy`; the result, per task and in total."""
+    """Play each task of `split` `samples` times with `policy`; the result, per task and in total.
+
+    `split=None` plays the target's only split when it has one (a Harbor dataset's `train`), else
+    `eval`; the result's `split` says which."""
     if samples < 1 or concurrency < 1:
         raise ArgumentError(f"samples and concurrency must be >= 1, got {samples} and {concurrency}")
     token = resolve_token(token)
     settings = settings or PlaySettings()
     with _Target(target, token, concurrency) as served:
+        split = split if split is not None else served.default_split()
         tasks = served.tasks(split)
         jobs = [task for _ in range(samples) for task in tasks]
         recorder = TrajectoryRecorder(out) if out is not None else None
@@ -132,7 +138,7 @@ class _Target:
         from agent_env.client.taskapi import TaskAPI
 
         self._server: BackgroundServer | None = None
-        if isinstance(target, Bundle) or Path(target).is_dir():
+        if isinstance(target, Bundle) or names_a_bundle(target):
             from agent_env.openenv import BackgroundServer, build_app
 
             bundle = target if isinstance(target, Bundle) else load_bundle(target)
@@ -152,6 +158,11 @@ class _Target:
 
     def tasks(self, split: str) -> list[TaskSpec]:
         return self._api.tasks(split)
+
+    def default_split(self) -> str:
+        """The split played when none is named: the only one, if there is one, else `DEFAULT_SPLIT`."""
+        splits = self._api.splits()
+        return splits[0] if len(splits) == 1 else DEFAULT_SPLIT
 
     def close(self) -> None:
         if hasattr(self, "_api"):

@@ -6,6 +6,10 @@ A task folder holds instruction.md and task.toml, environment/ (a Dockerfile) or
 of task folders. `agent_env.bundle.load_bundle` hands a path here when it names one (detected by
 those files, or written `harbor:PATH`), and makes the `Bundle` of what `read_harbor` returns.
 
+A task folder with a problem stops the load, unless it is asked to skip the tasks that do not load
+(`skip_broken_tasks`): each such task folder is then left out, with its problems, and the others
+load. A problem that is no one task's (agent-env-splits.toml, no Docker engine) stops it still.
+
 Every task is in split `train` unless `agent-env-splits.toml`, beside the task folders, maps task
 folders to splits (`eval = ["task-a", "task-b"]`); the tasks it does not name stay in `train`.
 
@@ -29,7 +33,7 @@ from pydantic import ValidationError
 from agent_env._bundle.folder import PROMPT_CAP, BundleFolder
 from agent_env._concurrency import build_concurrency as build_concurrency_of
 from agent_env._digest import folder_digest
-from agent_env.errors import Problem, validation_problems
+from agent_env.errors import Problem, SkippedTask, validation_problems
 from agent_env.harbor.compose import COMPOSE_FILES, compose_problems
 from agent_env.harbor.config import TaskToml, resolve_env
 from agent_env.harbor.fetching import network_fetches
@@ -87,6 +91,8 @@ class HarborTasks:
     content_digest: str
     solutions: Mapping[str, Mapping[str, Solution]] = field(default_factory=dict)
     agents: Mapping[str, Agent] = field(default_factory=lambda: {_AGENT.name: _AGENT})
+    skipped: tuple[SkippedTask, ...] = ()
+    """The task folders left out, each with its problems, when asked to skip those that do not load."""
 
 
 def harbor_folder(path: str | Path) -> Path | None:
@@ -112,16 +118,23 @@ def _children(folder: Path) -> list[Path]:
 
 
 def read_harbor(
-    path: Path, *, build: bool = True, client: Any = None, build_concurrency: int | None = None
+    path: Path,
+    *,
+    build: bool = True,
+    client: Any = None,
+    skip_broken_tasks: bool = False,
+    build_concurrency: int | None = None,
 ) -> tuple[HarborTasks | None, list[Problem]]:
-    """The tasks under `path` (one task folder, or a folder of them), and every problem found. With
-    `build`, each task's image is built (or found) in the Docker engine (`client`, default: the one
-    DOCKER_HOST names), which a problem names when it cannot: `build_concurrency` at once (default:
-    $AGENTENV_BUILD_CONCURRENCY, else twice the cores, at most 8), each build context once. The
-    tasks' CPUs and memory are checked against that engine, and without `build` against the one
-    reachable, if any. What the load notes beyond its problems is logged once, a line per kind
-    (`agent_env.harbor.notes`)."""
-    reader = _Reader(path, build, client, build_concurrency_of(build_concurrency))
+    """The tasks under `path` (one task folder, or a folder of them), and every problem that stops
+    their load (then None). With `build`, each task's image is built (or found) in the Docker engine
+    (`client`, default: the one DOCKER_HOST names), which a problem names when it cannot:
+    `build_concurrency` at once (default: $AGENTENV_BUILD_CONCURRENCY, else twice the cores, at most
+    8), each build context once. The tasks' CPUs and memory are checked against that engine, and
+    without `build` against the one reachable, if any. What the load notes beyond its problems is
+    logged once, a line per kind (`agent_env.harbor.notes`). With `skip_broken_tasks`, the task
+    folders of a dataset whose problems are all their own are left out (`HarborTasks.skipped`) and
+    the others load; problems no one task has, or none left to load, still stop it."""
+    reader = _Reader(path, build, client, skip_broken_tasks, build_concurrency_of(build_concurrency))
     try:
         return reader.read()
     finally:
@@ -143,12 +156,17 @@ class _Checked:
 
 
 class _Reader:
-    def __init__(self, path: Path, build: bool, client: Any, builds: int) -> None:
+    def __init__(self, path: Path, build: bool, client: Any, skip: bool = False, builds: int = 1) -> None:
         self.shown = str(path)
         self.root = path.resolve()
         self.build = build
         self.client = client
         self.builds = builds
+        self.skip = skip
+        self.names: list[str] = []
+        """A dataset's task folders, by name (none for a single task folder: nothing to skip to)."""
+        self.broken: dict[str, list[Problem]] = {}
+        """The task folders left out, each with its problems, when skipping those that do not load."""
         self.folder = BundleFolder(self.root, MAX_TESTS_BYTES, kind="task folder")
         """Every file is read by its rule: inside the folder (no link out of it), regular, capped."""
         self.problems: list[Problem] = self.folder.problems
@@ -172,13 +190,15 @@ class _Reader:
                 "dataset is a folder of task folders",
             )
             return None, self.problems
+        self.names = [] if single else [f.name for f in folders]
         checked = [self._checked(folder, "" if single else f"{folder.name}/") for folder in folders]
         splits_of = self._splits([f.name for f in folders]) if not single else {}
-        if self.problems:  # no image is built for a dataset that does not load
+        if not self._goes_on():  # no image is built for a dataset that does not load
             return None, self.problems
-        fitted = self._fitted([one for one in checked if one is not None])
-        if self.problems:
+        fitted = self._fitted([one for one in checked if one is not None])  # None: left out, broken
+        if not self._goes_on():
             return None, self.problems
+        fitted = [one for one in fitted if one.folder.name not in self.broken]  # memory the engine lacks
         images, held = self._images(fitted) if self.build else ({}, {})
         tasks: dict[str, tuple[Task, Solution | None]] = {}
         for one in fitted:
@@ -186,8 +206,9 @@ class _Reader:
             made = self._made(one, images.get(one.folder))
             if made is not None:
                 tasks[one.folder.name] = made
-        if self.problems:
+        if not self._goes_on():
             return None, self.problems
+        tasks = {name: made for name, made in tasks.items() if name not in self.broken}
         grouped: dict[str, list[str]] = {}
         for name in tasks:
             grouped.setdefault(splits_of.get(name, DEFAULT_SPLIT), []).append(name)
@@ -208,9 +229,38 @@ class _Reader:
             agents={_AGENT.name: AgentConfig(bash=True)},
             sandbox=SandboxConfig(provider="docker"),
         )
+        skipped = tuple(
+            SkippedTask(name, tuple(self.broken[name])) for name in self.names if name in self.broken
+        )
         return HarborTasks(
-            name, self.root, config, splits, folder_digest(self.root), solutions
-        ), self.problems
+            name, self.root, config, splits, folder_digest(self.root), solutions, skipped=skipped
+        ), []
+
+    def _goes_on(self) -> bool:
+        """Whether the load goes on after the problems found so far: there are none, or, skipping the
+        tasks that do not load, every one is a task folder's own (`broken`, then left out) and some
+        task folder has none."""
+        owners = [self._owner(problem) for problem in self.problems]
+        if owners and (not self.skip or None in owners):
+            return False
+        self.broken = {}
+        for owner, problem in zip(owners, self.problems, strict=True):
+            assert owner is not None
+            self.broken.setdefault(owner, []).append(problem)
+        if self.names and len(self.broken) == len(self.names):
+            self.problem(
+                "",
+                f"none of its {len(self.names)} tasks loads, so skipping those that do not leaves "
+                "nothing: fix them (each problem is listed here)",
+            )
+            return False
+        return True
+
+    def _owner(self, problem: Problem) -> str | None:
+        """The task folder a problem is in, by its place (`task-folder/task.toml`); None for the
+        dataset's own (agent-env-splits.toml, the engine) and a single task folder's."""
+        head = problem.where.partition("/")[0]
+        return head if head in self.names else None
 
     def _checked(self, folder: Path, where: str) -> _Checked | None:
         """The task folder's files, read and checked; None (with its problems) when they do not load."""
@@ -279,7 +329,7 @@ class _Reader:
     def _fitted(self, checked: list[_Checked]) -> list[_Checked]:
         """The tasks with their CPUs clamped to the engine's (said once) and a problem for memory it
         does not have, when an engine is there to ask; as they are when none is."""
-        limits = self._limits(checked[0].where) if checked else None
+        limits = self._limits() if checked else None
         if limits is None:
             return checked
         fitted = []
@@ -295,7 +345,7 @@ class _Reader:
             fitted.append(one)
         return fitted
 
-    def _limits(self, where: str) -> EngineLimits | None:
+    def _limits(self) -> EngineLimits | None:
         """The engine's CPUs and memory: the one the images are built in, else (without `build`) the
         one reachable; None without one (or one that does not say)."""
         if self.client is None and not self.build:
@@ -307,7 +357,7 @@ class _Reader:
             except SandboxUnavailableError as exc:
                 log.info("the tasks' cpus and memory_mb are not checked against a Docker engine: %s", exc)
                 return None
-        client = self._engine(where)
+        client = self._engine()
         return None if client is None else EngineLimits.of(client)
 
     def _made(self, checked: _Checked, built: TaskImage | None) -> tuple[Task, Solution | None] | None:
@@ -423,7 +473,7 @@ class _Reader:
                 inside &= self.folder.inside(entry, f"{where}{entry.relative_to(folder).as_posix()}")
         return inside
 
-    def _engine(self, where: str) -> Any:
+    def _engine(self) -> Any:
         """The Docker engine's client, made at the first task; None (with a problem, once) without one."""
         from agent_env.errors import SandboxUnavailableError
         from agent_env.sandbox.docker_engine import docker_client
@@ -432,9 +482,8 @@ class _Reader:
             try:
                 self.client = docker_client()
             except SandboxUnavailableError as exc:
-                self.problem(
-                    f"{where}environment/",
-                    f"Harbor tasks run in Docker, and their images are built at load: {exc}",
+                self.problem(  # no one task's problem: it stops the load, skipping or not
+                    "", f"Harbor tasks run in Docker, and their images are built at load: {exc}"
                 )
                 self.build = False  # one such problem is enough
         return self.client
@@ -445,7 +494,7 @@ class _Reader:
         first."""
         from agent_env.sandbox.docker_build import ImageRequest, TaskImage, task_images
 
-        if not checked or self._engine(checked[0].where) is None:
+        if not checked or self._engine() is None:
             return {}, {}
         requests = [
             ImageRequest(

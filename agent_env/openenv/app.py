@@ -144,6 +144,7 @@ def build_app(
     warm: int | None = None,
     allowed_hosts: Iterable[str] | None = None,
     allow_internet: bool = False,
+    skip_broken_tasks: bool = False,
 ) -> FastAPI:
     """The app that serves `bundle` (a folder or a loaded `Bundle`) over OpenEnv.
 
@@ -157,9 +158,16 @@ def build_app(
     episode's trajectory is written once it is torn down, in files that roll at `record_max_mb`; the
     token and what the bundle's `[record]` marks secret are redacted. Tasks that bring their own
     sandboxes (Harbor tasks) get a provider, and `warm` containers, per image; those that ask for the
-    internet get it only with `allow_internet`.
+    internet get it only with `allow_internet`. With `skip_broken_tasks`, a folder's tasks that do
+    not load are left out (`load_bundle`'s), logged with their first problems, and counted in
+    `/metrics` (`agent_env_tasks_skipped`); a loaded `Bundle` was loaded as its caller chose.
     """
-    loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
+    if isinstance(bundle, Bundle):
+        loaded = bundle
+    else:
+        loaded = load_bundle(bundle, skip_broken_tasks=skip_broken_tasks)
+        if (summary := loaded.skipped_summary()) is not None:
+            log.warning("%s", summary)
     recorder = None
     if record is not None:
         secrets = loaded.config.record
@@ -187,6 +195,7 @@ def build_app(
         sandboxes=provider,
         content_digest=loaded.content_digest,
         allowed_hosts=allowed_hosts,
+        skipped_tasks=len(loaded.skipped),
     )
 
 
@@ -201,6 +210,7 @@ def build_served_app(
     sandboxes: SandboxProvider | None = None,
     content_digest: str | None = None,
     allowed_hosts: Iterable[str] | None = None,
+    skipped_tasks: int = 0,
 ) -> FastAPI:
     """The app that serves `served` (split -> tasks, as `served_tasks` makes them) over OpenEnv.
 
@@ -212,7 +222,8 @@ def build_served_app(
     `sandboxes`, the provider the tasks' episodes use, is started with the server and closed after
     its last teardown if it has work of its own (`RunsWithServer`: a warm pool, say).
     `content_digest`, the digest of the files the tasks come from (`Bundle.content_digest`, which
-    `build_app` passes), goes into the server's `tasks_fingerprint` beside the specs.
+    `build_app` passes), goes into the server's `tasks_fingerprint` beside the specs. `skipped_tasks`
+    is how many tasks the bundle's load left out (`Bundle.skipped`): `/metrics`' `agent_env_tasks_skipped`.
     """
     required_token = resolve_token(token)
     allowed = AllowedHosts.of(allowed_hosts)
@@ -231,7 +242,7 @@ def build_served_app(
             tasks_fingerprint=context.fingerprint,
         )
 
-    metrics = ServerMetrics(status_now, recorder)
+    metrics = ServerMetrics(status_now, recorder, skipped_tasks=skipped_tasks)
     context = ServerContext(
         env_name_for(name),
         served,

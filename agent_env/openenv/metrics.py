@@ -4,7 +4,8 @@ Two kinds of figure. What the server holds now (sessions, episodes, teardowns, s
 pool) is read at each scrape from the very status `GET /{env_name}/status` answers, so the two never
 disagree. What episodes did (their outcomes, tool calls, and the seconds of each phase) is counted
 once per episode, when it is torn down, from its trajectory: the moment the server logs it, so the
-counters match the episode log line for line. With a recorder, what it wrote and every trajectory it
+counters match the episode log line for line. The tasks its bundle's load skipped, because they do
+not load (`skip_broken_tasks`), are a gauge set once. With a recorder, what it wrote and every trajectory it
 lost (by reason) are read from it at each scrape. Each server has a registry of its own, so two
 servers in one process never mix their figures.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -61,8 +62,19 @@ class Holding(Protocol):
 class ServerMetrics:
     """One server's figures: `count` each episode once it is gone; `exposition` answers a scrape."""
 
-    def __init__(self, holding: Callable[[], Holding], recorder: TrajectoryRecorder | None = None) -> None:
+    def __init__(
+        self,
+        holding: Callable[[], Holding],
+        recorder: TrajectoryRecorder | None = None,
+        *,
+        skipped_tasks: int = 0,
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        Gauge(
+            "agent_env_tasks_skipped",
+            "Tasks of the bundle left out at load because they do not load (--skip-broken-tasks).",
+            registry=self.registry,
+        ).set(skipped_tasks)
         self._episodes = Counter(
             "agent_env_episodes",
             "Episodes torn down, by how they ended (scored, failed with its error code, abandoned).",

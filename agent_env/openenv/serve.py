@@ -50,6 +50,7 @@ def serve(
     warm: int | None = None,
     allowed_hosts: Iterable[str] | None = None,
     allow_internet: bool = False,
+    skip_broken_tasks: bool = False,
     insecure_no_token: bool = False,
     limits: ConnectionLimits | None = None,
     out: TextIO = sys.stdout,
@@ -61,7 +62,9 @@ def serve(
     unless `insecure_no_token`. `record` is a folder for every episode's trajectory, `warm` the Docker
     sandboxes' warm pool and `allowed_hosts` the names it answers besides loopback and IP addresses
     (`build_app`'s); `allow_internet` gives the tasks that ask for it (Harbor's allow_internet) a
-    network. `limits` (default: `ConnectionLimits.for_sessions` of the capacity) bound its connections.
+    network. With `skip_broken_tasks`, the tasks that do not load are left out, and the start says
+    how many and lists each with its first problem. `limits` (default: `ConnectionLimits.for_sessions`
+    of the capacity) bound its connections.
     """
     guarded = resolve_token(token) is not None
     if not guarded and not insecure_no_token and not _loopback(host):
@@ -69,7 +72,9 @@ def serve(
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.setLevel(logging.INFO)
-    loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
+    loaded = (
+        bundle if isinstance(bundle, Bundle) else load_bundle(bundle, skip_broken_tasks=skip_broken_tasks)
+    )
     capacity = resolve_max_concurrent_envs(max_concurrent_envs)
     app = build_app(
         loaded,
@@ -95,10 +100,13 @@ def serve(
         f"agent-env: serving {loaded.name} ({splits} tasks) on http://{where}:{bound}, "
         f"WebSocket ws://{where}:{bound}/ws, Task API /{name}/..., at most {capacity} sessions"
         + (", bearer token required" if guarded else "")
-        + _internet(loaded, allow_internet),
+        + _internet(loaded, allow_internet)
+        + _skipped(loaded),
         file=out,
         flush=True,
     )
+    if (summary := loaded.skipped_summary()) is not None:
+        print(f"agent-env: {summary}", file=out, flush=True)
     if record is not None:
         print(f"agent-env: recording trajectories to {Path(record).resolve()}", file=out, flush=True)
     for warning in (exposure_warning(host, guarded=guarded), limits.shortfall(capacity)):
@@ -138,6 +146,14 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _skipped(bundle: Bundle) -> str:
+    """What the start line says of the tasks the load skipped: how many (listed below it)."""
+    if not bundle.skipped:
+        return ""
+    total = sum(len(tasks) for tasks in bundle.splits.values()) + len(bundle.skipped)
+    return f"; {len(bundle.skipped)} of {total} tasks skipped: they do not load (listed below)"
 
 
 def _internet(bundle: Bundle, allowed: bool) -> str:

@@ -12,10 +12,13 @@ from agent_env.sandbox.local import LocalSandboxProvider
 PROVIDERS = ("local", "docker")
 
 
-def sandbox_provider(name: str | SandboxProvider, settings: SandboxConfig | None = None) -> SandboxProvider:
+def sandbox_provider(
+    name: str | SandboxProvider, settings: SandboxConfig | None = None, *, allow_network: bool = False
+) -> SandboxProvider:
     """The provider called `name`, made with `settings` (a provider passes through unchanged).
 
-    A Docker provider checks its engine and image when it is made, and is made once per settings.
+    A Docker provider checks its engine and image when it is made, and is made once per settings;
+    with `allow_network`, its containers have a network when the settings ask for one.
     """
     if not isinstance(name, str):
         return name
@@ -23,7 +26,7 @@ def sandbox_provider(name: str | SandboxProvider, settings: SandboxConfig | None
         chosen = settings or SandboxConfig()
         return LocalSandboxProvider(isolation=chosen.isolation, max_file_mb=chosen.work_mb)
     if name == "docker":
-        return _docker_provider(settings or SandboxConfig(provider="docker"))
+        return _docker_provider(settings or SandboxConfig(provider="docker"), allow_network)
     raise ArgumentError(f"unknown sandbox provider '{name}'; choose one of: {', '.join(PROVIDERS)}")
 
 
@@ -58,7 +61,7 @@ def server_provider(
 
 
 @functools.cache
-def _docker_provider(settings: SandboxConfig) -> SandboxProvider:
+def _docker_provider(settings: SandboxConfig, allow_network: bool = False) -> SandboxProvider:
     from agent_env.sandbox.docker import DockerSandboxProvider
 
-    return DockerSandboxProvider(settings)
+    return DockerSandboxProvider(settings, allow_network=allow_network)

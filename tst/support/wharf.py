@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,27 @@ command line."""
 @functools.cache
 def _bundle() -> Bundle:
     return load_bundle(WHARF)
+
+
+BROKEN_LINE = {
+    "id": "stray-000",
+    "agent": "stowaway",
+    "turns": ["Hide in bay 9."],
+    "verifiers": [{"type": "items", "env": "dock", "expected": []}],
+}
+"""A task line naming an agent the wharf does not have: that task does not load."""
+
+
+def wharf_with_a_broken_task(root: Path, train: int = 2) -> Path:
+    """A copy of the wharf at `root` with only its first `train` train tasks (their reference plays
+    kept), and a last line, `BROKEN_LINE`, that does not load; no eval split."""
+    shutil.copytree(WHARF, root, ignore=shutil.ignore_patterns("__pycache__", "eval.jsonl", "generate.py"))
+    tasks = (root / "tasks" / "train.jsonl").read_text().splitlines(keepends=True)[:train]
+    (root / "tasks" / "train.jsonl").write_text("".join(tasks) + json.dumps(BROKEN_LINE) + "\n")
+    ids = {json.loads(line)["id"] for line in tasks}
+    plays = (root / "solutions" / "train.jsonl").read_text().splitlines(keepends=True)
+    (root / "solutions" / "train.jsonl").write_text("".join(p for p in plays if json.loads(p)["id"] in ids))
+    return root
 
 
 def example(task_id: str) -> Task:

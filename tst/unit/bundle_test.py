@@ -731,3 +731,85 @@ def test_the_content_digest_counts_every_file_but_python_s_caches_and_version_co
     assert loaded.startswith("sha256:")
     assert cached == loaded
     assert added != loaded
+
+
+def test_skipping_broken_tasks_leaves_out_each_task_line_that_does_not_load_and_the_rest_close_ranks(
+    tmp_path,
+):
+    lines = [
+        a_task(id="first"),
+        a_task(id="stray", agent="writer"),
+        "{not json",
+        a_task(id="last"),
+        a_task(id="first"),
+    ]
+    tasks = {"train": "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)}
+    root = make_bundle(tmp_path / "b", tasks=tasks)
+
+    bundle = load_bundle(root, skip_broken_tasks=True)
+
+    assert [(t.index, t.id) for t in bundle.tasks("train")] == [(0, "first"), (1, "last")]
+    assert [(s.task, len(s.problems)) for s in bundle.skipped] == [
+        ("tasks/train.jsonl:2", 1),
+        ("tasks/train.jsonl:3", 1),
+        ("tasks/train.jsonl:5", 1),
+    ]
+    assert bundle.skipped_summary() == (
+        "skipped 3 of 5 tasks:\n"
+        "  tasks/train.jsonl:2 (task 'stray'): agent 'writer' is not defined (choices: reader)\n"
+        "  tasks/train.jsonl:3: malformed JSON: Expecting property name enclosed in double quotes "
+        "(column 2)\n"
+        "  tasks/train.jsonl:5: duplicate task id 'first' (first at tasks/train.jsonl:1); ids must be "
+        "unique\n"
+        f"(`agent-env check {root}` lists every problem)"
+    )
+
+
+def test_a_bundle_loaded_without_skipping_has_nothing_skipped_and_no_summary(tmp_path):
+    bundle = load_bundle(make_bundle(tmp_path / "b"), skip_broken_tasks=True)
+
+    assert bundle.skipped == () and bundle.skipped_summary() is None
+
+
+def test_a_split_whose_every_task_is_skipped_is_gone_and_so_is_a_skipped_tasks_solution(tmp_path):
+    tasks = {"train": [a_task(id="good")], "eval": [a_task(id="bad", agent="writer")]}
+    solution = {"id": "bad", "turns": [{"calls": [{"tool": "put_book", "arguments": {"title": "Dune"}}]}]}
+    files = {"solutions/eval.jsonl": json.dumps(solution) + "\n"}
+
+    bundle = load_bundle(make_bundle(tmp_path / "b", tasks=tasks, files=files), skip_broken_tasks=True)
+
+    assert list(bundle.splits) == ["train"] and bundle.solutions == {}
+    assert [s.task for s in bundle.skipped] == ["tasks/eval.jsonl:1"]
+
+
+@pytest.mark.parametrize(
+    ("toml", "files", "where"),
+    [
+        (TOML + "\n[sandbox]\nprovider = 'cloud'\n", {}, "bundle.toml: sandbox.provider"),
+        (TOML, {"solutions/train.jsonl": "{}\n"}, "solutions/train.jsonl:1"),
+        (TOML, {"tasks/eval.json": json.dumps([{"id": "e"}])}, "tasks/eval.json (task 'e')"),
+    ],
+)
+def test_a_problem_that_is_no_task_lines_own_stops_a_load_that_skips_broken_tasks(
+    tmp_path, toml, files, where
+):
+    tasks = {"train": [a_task(id="good"), a_task(id="bad", agent="writer")]}
+    root = make_bundle(tmp_path / "b", toml=toml, tasks=tasks, files=files)
+
+    with pytest.raises(BundleError) as refused:
+        load_bundle(root, skip_broken_tasks=True)
+
+    wheres = [p.where for p in refused.value.problems]
+    assert "tasks/train.jsonl:2 (task 'bad')" in wheres and any(w.startswith(where) for w in wheres)
+
+
+def test_a_bundle_none_of_whose_tasks_loads_is_refused_even_when_skipping(tmp_path):
+    tasks = {"train": [a_task(id="a", agent="writer"), a_task(id="b", agent="writer")]}
+
+    with pytest.raises(BundleError) as refused:
+        load_bundle(make_bundle(tmp_path / "b", tasks=tasks), skip_broken_tasks=True)
+
+    assert [str(p) for p in refused.value.problems][-1] == (
+        "tasks/: no task loads (each of the 2 task lines listed here has a problem), so skipping those "
+        "that do not leaves nothing: fix them"
+    )

@@ -184,6 +184,7 @@ class AgentEnv:
         record: str | Path | None = None,
         warm: int | None = None,
         allow_internet: bool = False,
+        skip_broken_tasks: bool = False,
         **options: Any,
     ) -> AgentEnv:
         """Serve `bundle` in this process on a free loopback port, and use it.
@@ -191,7 +192,9 @@ class AgentEnv:
         `max_concurrent_envs` defaults to `MAX_CONCURRENT_ENVS`, else 64; `record` is a folder for
         every episode's trajectory (as `agent-env serve --record`), `warm` the Docker sandboxes'
         warm pool (as `--warm`), `allow_internet` a network for the tasks that ask for one (as
-        `--allow-internet`; a folder of Harbor tasks is a bundle too). The server stops, after tearing
+        `--allow-internet`; a folder of Harbor tasks is a bundle too), `skip_broken_tasks` the
+        tasks that do not load left out, each logged with its first problem (as
+        `--skip-broken-tasks`), instead of one stopping them all. The server stops, after tearing
         down every episode, at `close()` or when the process exits.
         """
         from agent_env.openenv import build_app
@@ -204,6 +207,7 @@ class AgentEnv:
             record=record,
             warm=warm,
             allow_internet=allow_internet,
+            skip_broken_tasks=skip_broken_tasks,
         )
         return cls.serving(app, token=token, **options)
 
@@ -308,7 +312,7 @@ class AgentEnv:
         tasks = {task.index: task for task in self._split_tasks(split)}
         solutions = self._api.solutions(split)
         if not solutions:
-            raise no_solutions(split, self._api.url)
+            raise no_solutions(split, self._api.url, tasks.values())
         tools = self._offered(tasks[solution.index] for solution in solutions)
         settings = PlaySettings(
             max_tool_calls=None,  # a reference play is a finite script: every call of it is played

@@ -80,12 +80,26 @@ def features() -> Features:
     )
 
 
-def no_solutions(split: str, url: str) -> DemonstrationError:
+def harbor_tasks(tasks: Iterable[TaskSpec]) -> bool:
+    """Whether these are Harbor tasks, whose reference plays are their folders' solution/solve.sh,
+    not a bundle's solutions/SPLIT.jsonl: tasks scored by their own test script (only Harbor's
+    loader makes a `test_script` verifier)."""
+    return any(verifier.type == "test_script" for task in tasks for verifier in task.verifiers)
+
+
+def no_solutions(split: str, url: str, tasks: Iterable[TaskSpec] = ()) -> DemonstrationError:
+    replay = f"(`agent-env replay BUNDLE --split {split}` plays them and prints their scores)"
+    if harbor_tasks(tasks):
+        return DemonstrationError(
+            f"split '{split}' on {url} has no reference plays: add solution/solve.sh to its Harbor task "
+            "folders, a script that does the task (each is played as one bash call, and its "
+            f"tests/test.sh scores the play) {replay}"
+        )
     return DemonstrationError(
         f"split '{split}' on {url} has no reference plays: add solutions/{split}.jsonl to its bundle, "
         'one task\'s play per line, as {"id": TASK_ID, "turns": [{"calls": [{"tool": NAME, '
         '"arguments": {...}}], "reply": TEXT}, ...]} with one entry per turn of the task '
-        f"(`agent-env replay BUNDLE --split {split}` plays them and prints their scores)"
+        f"{replay}"
     )
 
 
@@ -119,11 +133,19 @@ def dataset_of(
     `strict` an error), each by name. `tools` are each toolset's schemas, `end_turn`'s included."""
     failures = tuple(failure for play in played if (failure := play.failure) is not None)
     if failures:
-        what = (
-            f"{len(failures)} of {len(played)} reference plays of split '{split}' no longer score what "
-            f"solutions/{split}.jsonl expects:\n  " + "\n  ".join(failures) + "\n"
+        harbor = harbor_tasks(play.task for play in played)
+        expected = (
+            "(their task folders' solution/solve.sh) no longer score what they should"
+            if harbor
+            else f"no longer score what solutions/{split}.jsonl expects"
         )
-        fix = f"fix each task or its solution (`agent-env replay BUNDLE --split {split}` replays them)"
+        what = (
+            f"{len(failures)} of {len(played)} reference plays of split '{split}' {expected}:\n  "
+            + "\n  ".join(failures)
+            + "\n"
+        )
+        solution = "solution/solve.sh" if harbor else "solution"
+        fix = f"fix each task or its {solution} (`agent-env replay BUNDLE --split {split}` replays them)"
         if strict:
             raise DemonstrationError(f"{what}Fix: {fix}.", failures)
         warnings.warn(

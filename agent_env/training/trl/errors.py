@@ -39,8 +39,9 @@ class DemonstrationError(AgentEnvError, RuntimeError):
 
 
 class DemonstrationWarning(UserWarning):
-    """Plays left out of the demonstrations: reference plays that no longer score what they should,
-    or recorded trajectories of tasks the server does not serve (`foreign="skip"`)."""
+    """Plays left out of the demonstrations: reference plays (a bundle's solutions/SPLIT.jsonl, a
+    Harbor task's solution/solve.sh) that no longer score what they should, or recorded trajectories
+    of tasks the server does not serve (`foreign="skip"`)."""
 
 
 class EvalResultsError(AgentEnvError, ValueError):

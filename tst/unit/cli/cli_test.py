@@ -9,6 +9,7 @@ import pytest
 
 from agent_env.cli.play import describe_tools
 from tst.support.mcp_bundles import NOTE_MILK, http_notes_server, http_server, notes_bundle
+from tst.support.wharf import wharf_with_a_broken_task
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "wharf"
 
@@ -287,3 +288,46 @@ def test_the_terminal_shows_an_argument_s_bounds_pattern_length_and_default_as_i
         'note?: string length <= 80 = "", rate?: number > 0, '
         "tags?: array of string items <= 3) - Refund a card."
     )
+
+
+SKIPPED = (
+    "skipped 1 of 3 tasks:\n"
+    "  tasks/train.jsonl:3 (task 'stray-000'): agent 'stowaway' is not defined (choices: clerk, cook, "
+    "deckhand, harbormaster, quartermaster)\n"
+)
+
+
+def test_replay_with_skip_broken_tasks_lists_each_task_left_out_and_its_problem_then_replays_the_others(
+    tmp_path,
+):
+    bundle = wharf_with_a_broken_task(tmp_path / "wharf")
+
+    done = agent_env("replay", bundle, "--skip-broken-tasks")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr == SKIPPED + f"(`agent-env check {bundle}` lists every problem)\n"
+    assert done.stdout.rstrip().endswith("2 of 2 tasks scored as their reference play expects")
+
+
+def test_replay_without_skip_broken_tasks_is_stopped_by_one_broken_task_naming_it(tmp_path):
+    done = agent_env("replay", wharf_with_a_broken_task(tmp_path / "wharf"))
+
+    assert done.returncode == 1
+    assert "tasks/train.jsonl:3 (task 'stray-000'): agent 'stowaway' is not defined" in done.stderr
+
+
+def option_help(command: str, flag: str) -> str:
+    """What `agent-env COMMAND --help` says of `flag`, its whitespace made single spaces."""
+    lines = agent_env(command, "--help").stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(flag))
+    more = (i for i in range(start + 1, len(lines)) if not lines[i].startswith("   "))  # the next option
+    end = next(more, len(lines))
+    return " ".join(" ".join(lines[start:end]).split()[1:])
+
+
+def test_serve_replay_and_eval_share_one_skip_flag_and_replay_takes_allow_internet_as_serve_does():
+    skips = {option_help(command, "--skip-broken-tasks") for command in ("serve", "replay", "eval")}
+    internet = {option_help(command, "--allow-internet") for command in ("serve", "replay")}
+
+    assert len(skips) == 1 and next(iter(skips)).startswith("leave out the tasks that do not load")
+    assert len(internet) == 1 and next(iter(internet)).startswith("give the tasks that ask for the internet")

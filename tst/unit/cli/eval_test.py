@@ -11,9 +11,10 @@ import threading
 
 import pytest
 
+from agent_env import load_bundle
 from agent_env.cli import main
-from tst.support.chat_stand_in import API_KEY, MODEL, UNKNOWN_TOOL, eval_ids, start_stand_in
-from tst.support.wharf import WHARF
+from tst.support.chat_stand_in import API_KEY, MODEL, UNKNOWN_TOOL, ChatStandIn, eval_ids, start_stand_in
+from tst.support.wharf import WHARF, wharf_with_a_broken_task
 
 pytestmark = pytest.mark.needs("eval_installed")
 
@@ -242,3 +243,55 @@ def test_eval_s_help_says_which_exit_code_an_unsound_run_ends_with(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert "--request-timeout SECONDS" in out
     assert "3 some samples were errors of the model's side" in out
+
+
+def test_eval_with_skip_broken_tasks_lists_the_task_left_out_and_plays_the_only_split_the_bundle_has(
+    serve, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("STAND_IN_KEY", API_KEY)
+    bundle = wharf_with_a_broken_task(tmp_path / "wharf")
+    [first, second] = load_bundle(bundle, skip_broken_tasks=True).tasks("train")
+    stand_in = ChatStandIn(load_bundle(bundle, skip_broken_tasks=True), "train", {first.id: ["solve"]})
+    endpoint = [
+        "--model-url",
+        f"{serve(stand_in.app).url}/v1",
+        "--model",
+        MODEL,
+        "--api-key-env",
+        "STAND_IN_KEY",
+    ]
+
+    code = main(["eval", str(bundle), *endpoint, "--skip-broken-tasks"])
+
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert err.startswith(
+        "skipped 1 of 3 tasks:\n  tasks/train.jsonl:3 (task 'stray-000'): agent 'stowaway' is not defined"
+    )
+    assert "eval: 2/2 episodes, mean score 0.50, 0 errors" in err
+    assert f"eval: played split 'train', the only split {bundle} has" in err
+    rows = {line.split()[1]: line.split()[3] for line in out.split("\n\n")[0].splitlines()[2:4]}
+    assert rows == {first.id: "1.00", second.id: "0.00"}
+
+
+def test_eval_of_a_bundle_with_several_splits_plays_eval_by_default_without_a_word_of_it(
+    serve, capsys, monkeypatch
+):
+    monkeypatch.setenv("STAND_IN_KEY", API_KEY)
+    _, url = start_stand_in(serve)
+
+    main(eval_args(url))
+
+    assert "played split" not in capsys.readouterr().err
+
+
+def test_eval_with_skip_broken_tasks_at_a_servers_url_is_one_line_and_exit_2_saying_to_serve_with_it(capsys):
+    code = main(["eval", "http://127.0.0.1:1", "--model", MODEL, "--skip-broken-tasks"])
+
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err == (
+        "error: --skip-broken-tasks leaves out the tasks of a bundle folder that do not load, and "
+        "http://127.0.0.1:1 is not one: a server loaded its tasks when it started (serve it with "
+        "--skip-broken-tasks), or give the bundle's folder\n"
+    )

@@ -24,6 +24,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from agent_env.openenv import AgentEnvAction
+from tst.support.metrics import scrape
 from tst.support.waiting import alive, until
 from tst.support.wharf import (
     BASH_TASK,
@@ -33,6 +34,7 @@ from tst.support.wharf import (
     play_reference,
     sandbox_folders,
     sleeper_pids,
+    wharf_with_a_broken_task,
 )
 
 pytestmark = pytest.mark.needs("openenv_installed")
@@ -328,3 +330,22 @@ def test_serve_off_loopback_with_insecure_no_token_goes_past_the_token_check(tmp
     assert done.returncode == 2
     assert "refusing" not in done.stderr
     assert "error: [Errno 99] Cannot assign requested address" in done.stderr
+
+
+def test_serve_with_skip_broken_tasks_says_at_start_how_many_it_skipped_lists_each_and_counts_them_in_metrics(
+    agent_env_serve: Callable[..., ServeProcess], tmp_path: Path
+) -> None:
+    bundle = wharf_with_a_broken_task(tmp_path / "wharf")
+    served = agent_env_serve(str(bundle), "--port", "0", "--skip-broken-tasks")
+    line = served.first_line()
+    assert until(lambda: "lists every problem" in served.stdout.read_text(), WAIT_S)
+
+    assert line.startswith("agent-env: serving wharf (train 2 tasks) on http://127.0.0.1:")
+    assert line.endswith("; 1 of 3 tasks skipped: they do not load (listed below)")
+    assert served.stdout.read_text().splitlines()[1:4] == [
+        "agent-env: skipped 1 of 3 tasks:",
+        "  tasks/train.jsonl:3 (task 'stray-000'): agent 'stowaway' is not defined (choices: clerk, cook, "
+        "deckhand, harbormaster, quartermaster)",
+        f"(`agent-env check {bundle}` lists every problem)",
+    ]
+    assert scrape(listening_url(line))[("agent_env_tasks_skipped", ())] == 1

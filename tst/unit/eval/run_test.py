@@ -264,3 +264,12 @@ def test_a_last_answer_in_plain_text_is_no_reply_so_a_reply_verifier_fails_as_it
         (t for t in read_trajectories(tmp_path) if t.task.id == COUNT), key=lambda t: t.started_at or 0
     )
     assert [(t.turns[0].reply, t.score) for t in played] == [("2", 1.0), ("", 0.0)]
+
+
+def test_a_harbor_path_is_loaded_as_a_bundle_never_taken_for_a_server_s_url(tmp_path) -> None:
+    from agent_env.errors import BundleError
+
+    missing = tmp_path / "no-such-dataset"
+
+    with pytest.raises(BundleError, match="no-such-dataset"):
+        evaluate(f"harbor:{missing}", OutcomePolicy({}), split="train", out=tmp_path / "out")

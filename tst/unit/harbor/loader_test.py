@@ -315,3 +315,91 @@ def test_cpus_beyond_what_the_engine_has_are_clamped_to_its_count_in_one_line_fo
         f"(4096); each gets the engine's {cpus}, all a larger quota could give it (write cpus = {cpus} or "
         "less to say so, or load them where the engine has more)"
     ]
+
+
+def mixed(root: Path, *broken: str) -> Path:
+    """The dataset's three good tasks beside the malformed task folders named."""
+    shutil.copytree(DATASET, root)
+    for name in broken:
+        shutil.copytree(MALFORMED / name, root / name)
+    return root
+
+
+def test_skipping_broken_tasks_loads_the_others_and_lists_each_folder_left_out_with_its_problems(
+    tmp_path: Path,
+):
+    dataset = mixed(tmp_path / "mixed", "no-tests", "bad-toml", "gpu")
+    (dataset / "agent-env-splits.toml").write_text('eval = ["lines", "gpu"]\n')
+
+    read, problems = read_harbor(dataset, build=False, skip_broken_tasks=True)
+
+    assert problems == [] and read is not None
+    assert {split: [(t.index, t.id) for t in tasks] for split, tasks in read.splits.items()} == {
+        "train": [(0, "greeting"), (1, "marker")],
+        "eval": [(0, "lines")],
+    }
+    assert {split: list(plays) for split, plays in read.solutions.items()} == {
+        "train": ["greeting", "marker"],
+        "eval": ["lines"],
+    }
+    assert [(s.task, [str(p).split(":")[0] for p in s.problems]) for s in read.skipped] == [
+        ("bad-toml", ["bad-toml/task.toml"]),
+        ("gpu", ["gpu/task.toml"]),
+        ("no-tests", ["no-tests/tests/test.sh"]),
+    ]
+
+
+def test_without_being_asked_to_skip_one_broken_task_still_stops_the_dataset(tmp_path: Path):
+    dataset = mixed(tmp_path / "mixed", "no-tests")
+
+    read, problems = read_harbor(dataset, build=False)
+
+    assert read is None and [p.where for p in problems] == ["no-tests/tests/test.sh"]
+
+
+def test_a_problem_that_is_no_one_tasks_stops_a_load_that_skips_broken_tasks(tmp_path: Path):
+    dataset = mixed(tmp_path / "mixed", "no-tests")
+    (dataset / "agent-env-splits.toml").write_text("eval = [\n")
+
+    read, problems = read_harbor(dataset, build=False, skip_broken_tasks=True)
+
+    assert read is None
+    assert [p.where for p in problems] == ["no-tests/tests/test.sh", "agent-env-splits.toml"]
+
+
+def test_a_dataset_none_of_whose_tasks_loads_is_refused_even_when_skipping_with_every_problem(
+    tmp_path: Path,
+):
+    dataset = tmp_path / "broken"
+    for name in ("no-tests", "gpu"):
+        shutil.copytree(MALFORMED / name, dataset / name)
+
+    read, problems = read_harbor(dataset, build=False, skip_broken_tasks=True)
+
+    assert read is None
+    assert [str(p) for p in problems][-1] == (
+        "none of its 2 tasks loads, so skipping those that do not leaves nothing: fix them (each problem "
+        "is listed here)"
+    )
+    assert [p.where for p in problems][:2] == ["gpu/task.toml: environment.gpus", "no-tests/tests/test.sh"]
+
+
+def test_a_single_broken_task_folder_is_refused_even_when_skipping():
+    read, problems = read_harbor(MALFORMED / "no-tests", build=False, skip_broken_tasks=True)
+
+    assert read is None and [p.where for p in problems] == ["tests/test.sh"]
+
+
+@pytest.mark.needs("docker_installed")
+def test_no_docker_engine_at_all_stops_a_load_that_skips_broken_tasks_saying_so_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    dataset = mixed(tmp_path / "mixed", "no-tests")
+
+    with pytest.raises(BundleError) as refused:
+        load_bundle(dataset, skip_broken_tasks=True)
+
+    problems = refused.value.problems
+    assert [p.where for p in problems] == ["no-tests/tests/test.sh", ""]
+    assert problems[1].message.startswith("Harbor tasks run in Docker, and their images are built at load: ")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,7 +14,14 @@ from agent_env.openenv import BackgroundServer, build_app
 from tst.support.metrics import scrape
 from tst.support.serving import Connect, Serve
 from tst.support.waiting import until
-from tst.support.wharf import SINGLE_TURN_TASK, TWO_TURN_TASK, WHARF, play_reference, reference_play
+from tst.support.wharf import (
+    SINGLE_TURN_TASK,
+    TWO_TURN_TASK,
+    WHARF,
+    play_reference,
+    reference_play,
+    wharf_with_a_broken_task,
+)
 
 pytestmark = pytest.mark.needs("openenv_installed")
 
@@ -82,3 +90,19 @@ def test_two_servers_in_one_process_keep_figures_of_their_own(serve: Serve, conn
 
     assert scrape(busy.url)[("agent_env_episodes_total", (("code", ""), ("outcome", "scored")))] == 1
     assert not [key for key in scrape(idle.url) if key[0] == "agent_env_episodes_total"]
+
+
+def test_a_server_built_skipping_broken_tasks_logs_each_one_and_counts_them_and_one_that_skipped_none_says_0(
+    serve: Serve, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    bundle = wharf_with_a_broken_task(tmp_path / "wharf")
+    with caplog.at_level(logging.WARNING, logger="agent_env.openenv"):
+        skipping = serve(build_app(bundle, skip_broken_tasks=True))
+    whole = serve(build_app(WHARF))
+
+    [logged] = [record.getMessage() for record in caplog.records]
+    assert logged.startswith(
+        "skipped 1 of 3 tasks:\n  tasks/train.jsonl:3 (task 'stray-000'): agent 'stowaway'"
+    )
+    assert scrape(skipping.url)[("agent_env_tasks_skipped", ())] == 1
+    assert scrape(whole.url)[("agent_env_tasks_skipped", ())] == 0
