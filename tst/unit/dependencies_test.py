@@ -3,7 +3,8 @@
 The package's source is read statically (ast), by area: `openenv` is agent_env/openenv, `trl` is
 agent_env/training/trl with the client it stands on (agent_env/client, which eval stands on too: the eval
 extra brings the trl extra), `eval` is agent_env/eval, `mcp` is agent_env/mcp, `users` is agent_env/users,
-`docker` is agent_env/sandbox/docker*.py, the first and
+`docker` is agent_env/sandbox/docker*.py and agent_env/harbor/compose.py (a Harbor task's compose file,
+read with PyYAML: Harbor tasks run in Docker), the first and
 last with their fences (agent_env/_private/openenv_*.py, docker_*.py), and the core is everything else
 (agent_env/training/__init__.py included: importing agent_env.training must need no extra). Every import
 counts, at the top, under `if TYPE_CHECKING:` or lazily inside a function. Import names map to
@@ -46,7 +47,9 @@ AREAS: dict[str, Callable[[PurePosixPath], bool]] = {
     "mcp": lambda p: p.parts[:1] == ("mcp",),
     "users": lambda p: p.parts[:1] == ("users",),
     "docker": lambda p: (
-        (p.parent == PurePosixPath("sandbox") and p.match("docker*.py")) or fence_of(p, "docker")
+        (p.parent == PurePosixPath("sandbox") and p.match("docker*.py"))
+        or p == PurePosixPath("harbor/compose.py")
+        or fence_of(p, "docker")
     ),
 }
 # Imported without being declared, on purpose: TRL brings transformers, and classes.py (and the client's
