@@ -113,7 +113,11 @@ def test_a_sidecar_naming_a_folder_that_is_no_task_is_refused_with_the_name(tmp_
         ("no-instruction", "instruction.md: missing: write the task's prompt for the agent in it"),
         ("bad-toml", "task.toml: malformed TOML: Expected ']' at the end of a table declaration"),
         ("steps", "steps: multi-step tasks (steps/) are not supported"),
-        ("compose", "environment/docker-compose.yaml: names service(s) 'db': a task here is one container"),
+        pytest.param(
+            "compose",
+            "environment/docker-compose.yaml: names service(s) 'db': a task here is one container",
+            marks=pytest.mark.needs("docker_installed"),  # PyYAML, which reads it, is the extra's
+        ),
         ("gpu", "task.toml: environment.gpus: GPUs are not supported"),
         ("no-tests", "tests/test.sh: missing: write the script that checks the work"),
     ],
