@@ -1,6 +1,7 @@
 """Bundles: folders of envs, played agents and tasks that run without any registry.
 
-    bundle.toml          name, [agents.NAME] (envs, role, bash, system_prompt), [mcp.NAME], [sandbox]
+    bundle.toml          name, [agents.NAME] (envs, role, bash, system_prompt), [mcp.NAME], [sandbox],
+                         [judges.NAME] (a judge the tasks' `judge` verifiers share)
     envs/NAME.py         one Env subclass per module; the module's name is the env's name
     envs/NAME.toml       an MCP server as env NAME (or [mcp.NAME] in bundle.toml): command or url
     verifiers.py         optional: the bundle's own verifier functions
@@ -33,6 +34,7 @@ from pydantic import ValidationError
 from agent_env._bundle.checks import checked_agents, hint
 from agent_env._bundle.code import module_package, public_functions, python_envs
 from agent_env._bundle.folder import BundleFolder
+from agent_env._bundle.judges import BundleJudges
 from agent_env._bundle.solutions import read_solutions
 from agent_env._bundle.tasks import Definitions, read_splits
 from agent_env._digest import folder_digest
@@ -193,7 +195,8 @@ class _Loader:
         agents: dict[str, Agent] = checked_agents(self.folder, config, envs) if config else {}
         splits: dict[str, tuple[Task, ...]] = {}
         if config:
-            splits = read_splits(self.folder, Definitions(config, envs, agents, functions, users))
+            judges = BundleJudges(self.folder, config.judges)
+            splits = read_splits(self.folder, Definitions(config, envs, agents, functions, users, judges))
         solutions = read_solutions(self.folder, splits)
         skipped = self._skipped(splits) if self.skip and self.folder.problems else ()
         if self.folder.problems or config is None or content is None:

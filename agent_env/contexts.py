@@ -19,6 +19,7 @@ from agent_env.verifiers import EnvInstance, ItemsCheck
 
 if TYPE_CHECKING:
     from agent_env.events import EpisodeEvent
+    from agent_env.judges.judging import Judging
     from agent_env.task import Task
     from agent_env.trajectory import TurnRecord
 
@@ -35,6 +36,14 @@ class VerifierContext:
     sandbox: Sandbox | None = None
     events: Sequence[EpisodeEvent] = ()
     """What happened in the episode until its last turn ended, in order (`agent_env.events`)."""
+    judging: Judging | None = None
+    """What a `judge` verifier asks through (the server's: its endpoint, cache and bounds); None: the
+    process's own (`agent_env.judges.judging.default_judging`)."""
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The played agent's system prompt, if it has one."""
+        return self.task.agent.system_prompt
 
     @property
     def reply(self) -> str:

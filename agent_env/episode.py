@@ -48,6 +48,7 @@ from agent_env.toolset import Shell, Toolset
 from agent_env.verifiers import EnvInstance, Judgement, Verifier, aggregate
 
 if TYPE_CHECKING:
+    from agent_env.judges.judging import Judging
     from agent_env.mcp.env import McpEnv
 
 log = logging.getLogger("agent_env.episode")
@@ -100,7 +101,9 @@ class Episode:
     """One play of `task`, with its env instances and, when it needs one, its sandbox.
 
     `provider` (a name or a `SandboxProvider`) overrides the task's sandbox provider; `listeners`
-    (and `observe`) get each event as it is emitted; `events` keeps them all, in order.
+    (and `observe`) get each event as it is emitted; `events` keeps them all, in order. `judging` is
+    what its `judge` verifiers ask through (a server's, with its endpoint, cache and bounds); None:
+    the process's own, its settings from the environment (`agent_env.judges.judging`).
     """
 
     def __init__(
@@ -109,8 +112,10 @@ class Episode:
         *,
         provider: SandboxProvider | str | None = None,
         listeners: Iterable[Listener] = (),
+        judging: Judging | None = None,
     ) -> None:
         self.task = task
+        self.judging = judging
         self.state = EpisodeState.NEW
         self.turn = 0
         """The turn open now or last open, from 1; 0 before the deploy."""
@@ -372,7 +377,9 @@ class Episode:
 
     def _context(self, kind: type[_C]) -> _C:
         """What a verifier or a simulated user sees of the episode now."""
-        return kind(self.task, dict(self._envs), tuple(self.replies), self._sandbox, tuple(self.events))
+        return kind(
+            self.task, dict(self._envs), tuple(self.replies), self._sandbox, tuple(self.events), self.judging
+        )
 
     def fail(self, error: EpisodeError) -> EpisodeError:
         """End the episode with `error` (a missed deadline, a client gone); teardown is still the

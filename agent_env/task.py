@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_env.judges.settings import JudgeConfig
 from agent_env.mcp.config import McpServerConfig
 from agent_env.sandbox.config import SandboxConfig
 from agent_env.specs import (
@@ -62,6 +63,10 @@ class BundleConfig(_Strict):
     )
     sandbox: SandboxConfig = SandboxConfig()
     record: RecordConfig = RecordConfig()
+    judges: dict[str, JudgeConfig] = Field(
+        default_factory=dict,
+        description="Judges the tasks' `judge` verifiers share, by name (`[judges.NAME]`).",
+    )
 
 
 class FileSource(_Strict):

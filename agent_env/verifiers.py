@@ -1,7 +1,8 @@
 """Verifiers: turn a finished episode into a score in [0, 1].
 
-Built-ins compare an env's items (`items`), run a command in the agent's sandbox (`bash`), or check
-the final reply (`reply`); a bundle's own Python function (`function`) does anything else. A task's
+Built-ins compare an env's items (`items`), run a command in the agent's sandbox (`bash`), check
+the final reply (`reply`), or ask a chat model to score the episode against a rubric (`judge`,
+`agent_env.judges`); a bundle's own Python function (`function`) does anything else. A task's
 score aggregates its verifiers: a weighted mean, or all-pass (1 only when every verifier gives 1).
 """
 
@@ -23,11 +24,14 @@ from agent_env._errors import ArgumentError
 from agent_env._output_tail import output_tail
 from agent_env._threads import call_maybe_async
 from agent_env.errors import EpisodeError, ErrorCode
+from agent_env.judges.settings import Judge, JudgeFields
 from agent_env.sandbox.base import CommandResult
 
 if TYPE_CHECKING:
     from agent_env.env import Env
+    from agent_env.judges.judging import Judging
     from agent_env.mcp.env import McpEnv
+    from agent_env.trajectory import TurnRecord
 
 EnvInstance: TypeAlias = "Env | McpEnv"
 """One episode's env: an instance of a Python env's class, or a session with an MCP env's server."""
@@ -90,6 +94,15 @@ class FunctionCheck(_Check):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+class JudgeCheck(_Check, JudgeFields):
+    """A chat model scores the episode against a rubric (`agent_env.judges`): a judge the bundle shares
+    (`judge`, a `[judges.NAME]` of bundle.toml), its fields overridden by any given here, or one of
+    the task's own (then `model` and a rubric are needed here)."""
+
+    type: Literal["judge"]
+    judge: str | None = Field(None, min_length=1, description="A judge of bundle.toml's [judges.NAME].")
+
+
 class ScriptCheck(_Check):
     """A task's own test script, run in its sandbox after the last turn: what it writes is the score
     (a Harbor task's tests/test.sh). Made by the loader of such tasks, never written in a task file."""
@@ -99,7 +112,9 @@ class ScriptCheck(_Check):
     timeout_s: float = Field(gt=0)
 
 
-VerifierSpec = Annotated[ItemsCheck | BashCheck | ReplyCheck | FunctionCheck, Field(discriminator="type")]
+VerifierSpec = Annotated[
+    ItemsCheck | BashCheck | ReplyCheck | FunctionCheck | JudgeCheck, Field(discriminator="type")
+]
 """A verifier as a task file writes it, told apart by its `type`."""
 
 VERIFIER_TYPES: tuple[str, ...] = tuple(
@@ -107,7 +122,8 @@ VERIFIER_TYPES: tuple[str, ...] = tuple(
     for check in get_args(get_args(VerifierSpec)[0])
     for tag in get_args(check.model_fields["type"].annotation)
 )
-"""Every verifier `type` a task may name, from the checks themselves: `items`, `bash`, `reply`, `function`."""
+"""Every verifier `type` a task may name, from the checks themselves: `items`, `bash`, `reply`, `function`,
+`judge`."""
 
 VerifierFunction = Callable[..., Any]
 """A bundle's verifier: `(context: VerifierContext, **args) -> float | bool`, sync or async."""
@@ -123,6 +139,15 @@ class ScoringContext(Protocol):
     async def items(self, check: ItemsCheck) -> Any: ...
 
     async def bash(self, command: str, timeout_s: float = ...) -> CommandResult: ...
+
+    @property
+    def system_prompt(self) -> str | None: ...
+
+    @property
+    def turns(self) -> list[TurnRecord]: ...
+
+    @property
+    def judging(self) -> Judging | None: ...
 
 
 @dataclass(frozen=True)
@@ -142,10 +167,12 @@ class Judgement:
 @dataclass(frozen=True)
 class Verifier:
     """A verifier of a task, ready to score: its spec and, for `function` and `test_script`, the
-    function that scores (a test script's returns a `Judgement`)."""
+    function that scores (a test script's returns a `Judgement`); for `judge`, the judge it asks
+    (its fields merged with its shared judge's, the rubric read)."""
 
-    spec: ItemsCheck | BashCheck | ReplyCheck | FunctionCheck | ScriptCheck
+    spec: ItemsCheck | BashCheck | ReplyCheck | FunctionCheck | JudgeCheck | ScriptCheck
     function: VerifierFunction | None = field(default=None, repr=False)
+    judged_by: Judge | None = field(default=None, repr=False)
 
     @property
     def runs_commands(self) -> bool:
@@ -188,7 +215,29 @@ class Verifier:
             if not result.ok:  # below its output, how it ended: its exit code, or that it was killed
                 said = replace(result, output=said.rstrip()).render(self.spec.timeout_s)
             return Judgement(1.0 if result.ok else 0.0, detail=output_tail(said))
+        if isinstance(self.spec, JudgeCheck):
+            return await self._judged(context)
         return Judgement(await self._score(context))
+
+    async def _judged(self, context: ScoringContext) -> Judgement:
+        """The judge's verdict: its score normalised, its raw score the component `judge_score`, its
+        reason the detail; a judge that gives none leaves the episode unscorable (VERIFIER_FAILED)."""
+        from agent_env.judges.judging import JudgeError, default_judging
+        from agent_env.judges.transcript import transcript_of
+
+        judge = self.judged_by
+        assert judge is not None, "load_bundle resolves a judge verifier's judge"
+        judging = context.judging or default_judging()
+        transcript = transcript_of(context.system_prompt, context.turns, judge.reads)
+        try:
+            verdict = await judging.verdict(judge, transcript)
+        except JudgeError as exc:
+            raise EpisodeError(ErrorCode.VERIFIER_FAILED, f"{exc}: the episode is unscorable") from None
+        return Judgement(
+            judge.scale.normalised(verdict.score),
+            components={JUDGE_SCORE: float(verdict.score)},
+            detail=verdict.reason,
+        )
 
     async def _score(self, context: ScoringContext) -> float:
         spec = self.spec
@@ -199,6 +248,10 @@ class Verifier:
         assert self.function is not None and isinstance(spec, FunctionCheck)
         value = await call_maybe_async(self.function, context, **spec.args)
         return _as_score(spec.function, value)
+
+
+JUDGE_SCORE = "judge_score"
+"""The component a judge verifier records: the judge's own score, on its scale."""
 
 
 def score_items(spec: ItemsCheck, actual: Any) -> float:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from agent_env._bundle.checks import check_access, checked_user, checked_verifiers, hint
 from agent_env._bundle.folder import BundleFolder, too_long_a_prompt
+from agent_env._bundle.judges import BundleJudges
 from agent_env.errors import validation_problems
 from agent_env.mcp.spec import McpEnvSpec
 from agent_env.task import Agent, BundleConfig, FileSource, Task, TaskEntry
@@ -34,6 +35,7 @@ class Definitions:
     agents: Mapping[str, Agent]
     functions: Mapping[str, VerifierFunction]
     users: Mapping[str, Callable[..., Any]]
+    judges: BundleJudges
 
     @property
     def roles(self) -> set[str]:
@@ -131,7 +133,9 @@ def _task(
                 "task's seed; seed a stdio server (given AGENT_ENV_SEED), or keep its data on the server",
             )
     check_access(folder, place, entry.modify_env_tool_access, agent, envs, roles)
-    verifiers = checked_verifiers(folder, place, entry, agent, envs, defined.functions)
+    verifiers = defined.judges.resolved(
+        place, checked_verifiers(folder, place, entry, agent, envs, defined.functions)
+    )
     files = _files(folder, place, entry.files)
     user = checked_user(folder, place, entry, defined.users)
     if len(folder.problems) > before:

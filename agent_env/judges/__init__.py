@@ -1,0 +1,37 @@
+"""Judged rewards: a `judge` verifier asks a chat model to score an episode against a rubric.
+
+A task's `{"type": "judge", ...}` verifier (`agent_env.verifiers.JudgeCheck`), alone or naming a judge
+the bundle shares (`[judges.NAME]` in bundle.toml, `JudgeConfig`), is resolved at load into a `Judge`;
+`Judging` asks it (the cache, each endpoint's bound, the observers), through any OpenAI-compatible
+endpoint with the `openai` client (the `judge` extra), imported only when a judgement is asked. The
+guide is docs/guides/judges.md.
+"""
+
+from __future__ import annotations
+
+import typing as _typing
+
+from agent_env._lazy import lazy_exports as _lazy_exports
+
+if _typing.TYPE_CHECKING:
+    from agent_env.judges.judging import (
+        JudgeCall as JudgeCall,
+        JudgeError as JudgeError,
+        JudgeObserver as JudgeObserver,
+        Judging as Judging,
+    )
+    from agent_env.judges.settings import (
+        Judge as Judge,
+        JudgeConfig as JudgeConfig,
+        JudgeScale as JudgeScale,
+    )
+    from agent_env.judges.verdict import Verdict as Verdict
+else:
+    _lazy_exports(
+        __name__,
+        {
+            "agent_env.judges.judging": ["JudgeCall", "JudgeError", "JudgeObserver", "Judging"],
+            "agent_env.judges.settings": ["Judge", "JudgeConfig", "JudgeScale"],
+            "agent_env.judges.verdict": ["Verdict"],
+        },
+    )

@@ -1,0 +1,84 @@
+"""Verdicts kept, so an identical judgement is asked once: in memory (the most recent `max_entries`,
+per process) and, when given a folder, on disk, where `replay` and later evals find them again.
+
+The key is the digest of the whole request (`agent_env.judges.transcript.digest`): the rubric, the
+transcript as the judge reads it, the model, the scale and the sampling settings. A file on disk is
+`FOLDER/ab/abcdef....json`, written whole (to a file beside it, then renamed); one that does not read
+back as a verdict is a miss, logged, and written again. Only verdicts are kept, never a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from agent_env.judges.verdict import Verdict
+
+DEFAULT_MEMORY_ENTRIES = 4096
+"""Verdicts a process keeps in memory: a few MiB at most (a reason is at most 2,000 characters)."""
+
+log = logging.getLogger("agent_env.judges")
+
+
+class VerdictCache:
+    """The most recent verdicts by key, in memory; and, with `folder`, every verdict on disk."""
+
+    def __init__(
+        self, folder: str | Path | None = None, *, max_entries: int = DEFAULT_MEMORY_ENTRIES
+    ) -> None:
+        self.folder = Path(folder) if folder is not None else None
+        self.max_entries = max_entries
+        self._memory: OrderedDict[str, Verdict] = OrderedDict()
+
+    def remembered(self, key: str) -> Verdict | None:
+        """The verdict kept in memory for `key`, now the most recent; None if there is none."""
+        verdict = self._memory.get(key)
+        if verdict is not None:
+            self._memory.move_to_end(key)
+        return verdict
+
+    def remember(self, key: str, verdict: Verdict) -> None:
+        self._memory[key] = verdict
+        self._memory.move_to_end(key)
+        while len(self._memory) > self.max_entries:
+            self._memory.popitem(last=False)
+
+    def read(self, key: str) -> Verdict | None:
+        """The verdict on disk for `key` (blocking: run it off the loop); None without a folder or one."""
+        path = self._path(key)
+        if path is None:
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            verdict = Verdict(score=data["score"], reason=data["reason"])
+            if not isinstance(verdict.score, int) or not isinstance(verdict.reason, str):
+                raise TypeError("a score that is no integer, or a reason that is no text")
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("judge cache: %s does not read as a verdict (%s); asking the judge again", path, exc)
+            return None
+        return verdict
+
+    def write(self, key: str, verdict: Verdict) -> None:
+        """Keep `verdict` on disk (blocking: run it off the loop); a failure is logged, not raised."""
+        path = self._path(key)
+        if path is None:
+            return
+        aside = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            aside.write_text(json.dumps({"score": verdict.score, "reason": verdict.reason}), encoding="utf-8")
+            os.replace(aside, path)
+        except OSError as exc:
+            log.warning("judge cache: cannot write %s (%s); the verdict is kept in memory only", path, exc)
+            aside.unlink(missing_ok=True)
+
+    def _path(self, key: str) -> Path | None:
+        if self.folder is None:
+            return None
+        return self.folder / key[:2] / f"{key}.json"

@@ -1,0 +1,106 @@
+"""A judge's answer read strictly: one JSON object, `{"reason": TEXT, "score": INTEGER}`, nothing more.
+
+No text around it, no second key of a name, no other key, a score that is an integer on the judge's
+scale: anything else is no verdict (`VerdictError`), and the episode is unscorable rather than scored
+by a guess at what the judge meant.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from agent_env._errors import AgentEnvError
+from agent_env.judges.settings import JudgeScale
+
+MAX_REASON_CHARS = 2000
+"""The most of a judge's reason a trajectory keeps (its `detail`)."""
+EXCERPT_CHARS = 120
+"""How much of an unreadable answer its error quotes."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A judge's score on its scale, and its reason."""
+
+    score: int
+    reason: str
+
+
+class VerdictError(AgentEnvError):
+    """The judge's answer is no verdict: `kind` is "unreadable" (not the JSON object asked for) or
+    "off_scale" (a score outside the judge's scale)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def read_verdict(content: str | None, scale: JudgeScale) -> Verdict:
+    """The verdict `content` holds, or VerdictError saying what is wrong with it."""
+    if content is None or not content.strip():
+        raise VerdictError("unreadable", "answered no text")
+    try:
+        data = json.loads(content, object_pairs_hook=_no_repeats, parse_constant=_no_constants)
+    except (json.JSONDecodeError, _NotStrictError) as exc:
+        raise VerdictError("unreadable", f"answered no JSON object ({exc}): {_excerpt(content)}") from None
+    if not isinstance(data, dict):
+        raise VerdictError(
+            "unreadable", f"answered {type(data).__name__}, not a JSON object: {_excerpt(content)}"
+        )
+    if set(data) != {"reason", "score"}:
+        missing = sorted({"reason", "score"} - set(data))
+        extra = sorted(set(data) - {"reason", "score"})
+        said = ", ".join([*(f"no '{k}'" for k in missing), *(f"'{k}' too" for k in extra)])
+        raise VerdictError("unreadable", f'answered {said}; a verdict is {{"reason": ..., "score": N}} alone')
+    reason, score = data["reason"], data["score"]
+    if not isinstance(reason, str):
+        raise VerdictError("unreadable", f"answered a reason that is {type(reason).__name__}, not text")
+    number = _integer(score)
+    if number is None:
+        raise VerdictError("unreadable", f"answered the score {json.dumps(score)}, not an integer")
+    if not scale.min <= number <= scale.max:
+        raise VerdictError(
+            "off_scale", f"answered the score {number}, off its scale of {scale.min} to {scale.max}"
+        )
+    return Verdict(number, _bounded(reason.strip()))
+
+
+def _integer(value: Any) -> int | None:
+    """An integer score; a float that is one (7.0) too, as JSON does not tell them apart."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return None
+
+
+class _NotStrictError(ValueError):
+    pass
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
+    if repeated:
+        raise _NotStrictError(f"the key {', '.join(map(repr, repeated))} twice")
+    return dict(pairs)
+
+
+def _no_constants(name: str) -> Any:
+    raise _NotStrictError(f"{name} is not JSON")
+
+
+def _bounded(reason: str) -> str:
+    if len(reason) <= MAX_REASON_CHARS:
+        return reason
+    return f"{reason[:MAX_REASON_CHARS]} [... cut]"
+
+
+def _excerpt(content: str) -> str:
+    more = " ..." if len(content) > EXCERPT_CHARS else ""
+    return f"{content[:EXCERPT_CHARS]!r}{more}"
