@@ -12,7 +12,7 @@ export PYTHON
 # never the package's extras, which stay ranges). `make lock` re-resolves it on purpose.
 LOCK := requirements/dev.lock
 PINS := requirements/pins.in
-EXTRAS := dev openenv trl docker eval mcp users
+EXTRAS := dev openenv trl docker eval mcp users judge
 # Where torch's CPU build is found: this machine's disk; elsewhere PyTorch's CPU index, as
 # TORCH_WHEELS=https://download.pytorch.org/whl/cpu/torch/ (pip and uv read either as --find-links).
 TORCH_WHEELS ?= /opt/wheels

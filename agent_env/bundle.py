@@ -48,6 +48,7 @@ from agent_env.errors import (
     validation_problems,
 )
 from agent_env.harbor.loader import harbor_folder, read_harbor
+from agent_env.judges.settings import Judge
 from agent_env.mcp._require import INSTALL as MCP_INSTALL
 from agent_env.mcp.config import McpServerConfig, resolve_placeholders
 from agent_env.mcp.spec import McpEnvSpec
@@ -86,6 +87,19 @@ class Bundle:
     skipped: tuple[SkippedTask, ...] = ()
     """The tasks left out because they do not load, each with its problems, when the load was asked
     to skip them (`load_bundle(path, skip_broken_tasks=True)`); `skipped_summary` words them."""
+
+    @property
+    def judges(self) -> list[Judge]:
+        """Every judge its tasks' `judge` verifiers ask, once each: what a server checks at its start
+        (`agent_env.judges.Judging.admit`)."""
+        found = {
+            verifier.judged_by: None
+            for tasks in self.splits.values()
+            for task in tasks
+            for verifier in task.verifiers
+            if verifier.judged_by is not None
+        }
+        return list(found)
 
     def tasks(self, split: str) -> tuple[Task, ...]:
         """The tasks of `split`, in index order."""

@@ -16,6 +16,7 @@ from typing import Any
 from agent_env._errors import ArgumentError
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.episode import Episode
+from agent_env.judges.judging import Judging
 from agent_env.sandbox.base import SandboxProvider
 from agent_env.sandbox.by_task import SandboxesByTask
 from agent_env.sandbox.registry import sandbox_provider
@@ -37,8 +38,14 @@ ServedTasks = Mapping[str, Sequence[ServedTask]]
 """Split name -> the split's tasks, in index order."""
 
 
-def served_tasks(bundle: Bundle | str | Path, *, sandbox: str | SandboxProvider | None = None) -> ServedTasks:
-    """The served tasks of a bundle; `sandbox` overrides the bundle's sandbox provider."""
+def served_tasks(
+    bundle: Bundle | str | Path,
+    *,
+    sandbox: str | SandboxProvider | None = None,
+    judging: Judging | None = None,
+) -> ServedTasks:
+    """The served tasks of a bundle; `sandbox` overrides the bundle's sandbox provider; `judging` is what
+    their `judge` verifiers ask through (None: the process's own, `agent_env.judges.judging`)."""
     loaded = bundle if isinstance(bundle, Bundle) else load_bundle(bundle)
     settings = loaded.config.sandbox
     provider_of: Callable[[Task], SandboxProvider]
@@ -58,7 +65,7 @@ def served_tasks(bundle: Bundle | str | Path, *, sandbox: str | SandboxProvider 
         split: tuple(
             ServedTask(
                 task.spec,
-                partial(Episode, task, provider=provider_of(task)),
+                partial(Episode, task, provider=provider_of(task), judging=judging),
                 loaded.solutions.get(split, {}).get(task.id),
             )
             for task in tasks

@@ -19,6 +19,7 @@ from agent_env._concurrency import BUILD_CONCURRENCY_VARIABLE, default_concurren
 from agent_env._table import table
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.cli import eval as eval_command, export_atif
+from agent_env.cli._judging import add_judge_options, judging_of
 from agent_env.cli._skipping import add_skip_option, loaded
 from agent_env.cli._token import add_token_options, token_of
 from agent_env.cli.play import play_in_terminal
@@ -65,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     play_.add_argument("--split", default="train")
     play_.add_argument("--index", type=int, default=0)
     play_.add_argument("--sandbox", choices=PROVIDERS, help="sandbox provider (default: the bundle's)")
+    add_judge_options(play_)
     play_.set_defaults(run=_play)
 
     replay = commands.add_parser(
@@ -89,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
         f"8: {default_concurrency()} here)",
     )
     _add_build_concurrency(replay)
+    add_judge_options(replay)
     replay.set_defaults(run=_replay)
 
     serve = commands.add_parser(
@@ -114,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--allow-internet", action="store_true", help=_ALLOW_INTERNET)
     add_skip_option(serve)
+    add_judge_options(serve)
     add_token_options(serve, "require this bearer token on every route and the WebSocket")
     serve.add_argument(
         "--insecure-no-token",
@@ -244,8 +248,10 @@ def _turns(task: Task) -> str:
 
 
 def _play(args: argparse.Namespace) -> int:
-    task = load_bundle(args.bundle).task(args.split, args.index)
-    score = asyncio.run(play_in_terminal(task, input, sys.stdout, sandbox=args.sandbox))
+    bundle = load_bundle(args.bundle)
+    task = bundle.task(args.split, args.index)
+    judging = judging_of(args, bundle)
+    score = asyncio.run(play_in_terminal(task, input, sys.stdout, sandbox=args.sandbox, judging=judging))
     return 0 if score is not None else 1
 
 
@@ -275,6 +281,9 @@ def _serve(args: argparse.Namespace) -> int:
             allow_internet=args.allow_internet,
             skip_broken_tasks=args.skip_broken_tasks,
             insecure_no_token=args.insecure_no_token,
+            judge_url=args.judge_url,
+            judge_model=args.judge_model,
+            judge_cache=args.judge_cache,
         )
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -311,6 +320,7 @@ def _internet_note(bundle: Bundle, allowed: bool) -> str | None:
 
 def _replay(args: argparse.Namespace) -> int:
     bundle = loaded(args.bundle, args.skip_broken_tasks, sys.stderr, build_concurrency=args.build_concurrency)
+    judging = judging_of(args, bundle)
     rows = []
     failures = unplayed = 0
     reasons: list[str] = []
@@ -324,11 +334,14 @@ def _replay(args: argparse.Namespace) -> int:
 
     async def replay_all() -> list[ReplayResult]:
         episodes = [  # refused before any play
-            Episode(task, provider=_sandbox_of(task, args.sandbox, args.allow_internet))
+            Episode(task, provider=_sandbox_of(task, args.sandbox, args.allow_internet), judging=judging)
             for _, task, _ in plays
         ]
         turns = [script.turns if script else [] for _, _, script in plays]
-        return await replay_many(list(zip(episodes, turns, strict=True)), concurrency=args.concurrency)
+        try:
+            return await replay_many(list(zip(episodes, turns, strict=True)), concurrency=args.concurrency)
+        finally:
+            await judging.aclose()
 
     if (note := _internet_note(bundle, args.allow_internet)) is not None:
         print(f"note: {note}", file=sys.stderr)

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from agent_env.episode import Episode
 from agent_env.errors import EpisodeError
+from agent_env.judges.judging import Judging
 from agent_env.task import Task
 
 HELP = """\
@@ -73,10 +74,16 @@ def _shown(value: Any) -> str:
 
 
 async def play_in_terminal(
-    task: Task, read: Callable[[str], str], out: TextIO, *, sandbox: str | None = None
+    task: Task,
+    read: Callable[[str], str],
+    out: TextIO,
+    *,
+    sandbox: str | None = None,
+    judging: Judging | None = None,
 ) -> float | None:
-    """Play `task` with commands read line by line; returns the score, or None when abandoned."""
-    episode = Episode(task, provider=sandbox)
+    """Play `task` with commands read line by line; returns the score, or None when abandoned.
+    `judging` is what its `judge` verifiers ask through (None: the process's own)."""
+    episode = Episode(task, provider=sandbox, judging=judging)
 
     def say(text: str) -> None:
         print(text, file=out, flush=True)
@@ -133,3 +140,5 @@ async def play_in_terminal(
         return None
     finally:
         await episode.teardown()
+        if judging is not None:
+            await judging.aclose()

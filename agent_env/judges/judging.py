@@ -147,6 +147,21 @@ class Judging:
                 self._limits.get(judge.url, judge.max_concurrency), judge.max_concurrency
             )
 
+    def described(self, judges: Iterable[Judge]) -> list[str]:
+        """What a start says of the judges: what each asks, and where verdicts are kept."""
+        asked = list(dict.fromkeys(map(self.resolved, judges)))
+        limits: dict[str | None, int] = {}
+        for judge in asked:
+            limits[judge.url] = min(limits.get(judge.url, judge.max_concurrency), judge.max_concurrency)
+        lines = [
+            f"{judge.label} asks model '{judge.model}' at {judge.url} ({limits[judge.url]} at once at most)"
+            for judge in asked
+        ]
+        if lines:
+            kept = f"in {self.cache.folder.resolve()}" if self.cache.folder is not None else "in memory alone"
+            lines.append(f"the judges' verdicts are kept {kept}")
+        return lines
+
     async def verdict(self, judge: Judge, transcript: dict[str, Any]) -> Verdict:
         """The judge's verdict on `transcript`; JudgeError, its message naming the judge, if none."""
         judge = self.resolved(judge)

@@ -34,6 +34,7 @@ import agent_env
 from agent_env._errors import ArgumentError, StateError
 from agent_env._origins import AllowedHosts
 from agent_env.bundle import Bundle, load_bundle
+from agent_env.judges.judging import Judging
 from agent_env.openenv.auth import OwnHostsOnly, RequireToken
 from agent_env.openenv.bodies import BoundedBodies, validation_refused
 from agent_env.openenv.context import ServerContext
@@ -145,6 +146,9 @@ def build_app(
     allowed_hosts: Iterable[str] | None = None,
     allow_internet: bool = False,
     skip_broken_tasks: bool = False,
+    judge_url: str | None = None,
+    judge_model: str | None = None,
+    judge_cache: str | Path | None = None,
 ) -> FastAPI:
     """The app that serves `bundle` (a folder or a loaded `Bundle`) over OpenEnv.
 
@@ -161,6 +165,11 @@ def build_app(
     internet get it only with `allow_internet`. With `skip_broken_tasks`, a folder's tasks that do
     not load are left out (`load_bundle`'s), logged with their first problems, and counted in
     `/metrics` (`agent_env_tasks_skipped`); a loaded `Bundle` was loaded as its caller chose.
+    `judge_url` and `judge_model` (default: `AGENTENV_JUDGE_URL`, `AGENTENV_JUDGE_MODEL`) replace
+    every `judge` verifier's endpoint (its key then from `AGENTENV_JUDGE_KEY`) and model, and
+    `judge_cache` (default: `AGENTENV_JUDGE_CACHE`) is a folder that keeps their verdicts; a judge
+    without an endpoint, or whose key's variable is unset, is an `ArgumentError` here, before any
+    episode (`agent_env.judges.Judging`).
     """
     if isinstance(bundle, Bundle):
         loaded = bundle
@@ -168,6 +177,8 @@ def build_app(
         loaded = load_bundle(bundle, skip_broken_tasks=skip_broken_tasks)
         if (summary := loaded.skipped_summary()) is not None:
             log.warning("%s", summary)
+    judging = Judging.from_environment(url=judge_url, model=judge_model, cache=judge_cache)
+    judging.admit(loaded.judges)
     recorder = None
     if record is not None:
         secrets = loaded.config.record
@@ -186,7 +197,7 @@ def build_app(
     else:
         provider = server_provider(sandbox if sandbox is not None else settings.provider, settings, warm=warm)
     return build_served_app(
-        served_tasks(loaded, sandbox=provider),
+        served_tasks(loaded, sandbox=provider, judging=judging),
         name=env_name or loaded.name,
         description=loaded.config.description,
         max_concurrent_envs=max_concurrent_envs,
@@ -196,6 +207,7 @@ def build_app(
         content_digest=loaded.content_digest,
         allowed_hosts=allowed_hosts,
         skipped_tasks=len(loaded.skipped),
+        judging=judging,
     )
 
 
@@ -211,6 +223,7 @@ def build_served_app(
     content_digest: str | None = None,
     allowed_hosts: Iterable[str] | None = None,
     skipped_tasks: int = 0,
+    judging: Judging | None = None,
 ) -> FastAPI:
     """The app that serves `served` (split -> tasks, as `served_tasks` makes them) over OpenEnv.
 
@@ -224,6 +237,8 @@ def build_served_app(
     `content_digest`, the digest of the files the tasks come from (`Bundle.content_digest`, which
     `build_app` passes), goes into the server's `tasks_fingerprint` beside the specs. `skipped_tasks`
     is how many tasks the bundle's load left out (`Bundle.skipped`): `/metrics`' `agent_env_tasks_skipped`.
+    `judging`, what the tasks' `judge` verifiers ask through (`served_tasks`'), is counted in `/metrics`
+    and its endpoints' clients closed at shutdown.
     """
     required_token = resolve_token(token)
     allowed = AllowedHosts.of(allowed_hosts)
@@ -243,6 +258,8 @@ def build_served_app(
         )
 
     metrics = ServerMetrics(status_now, recorder, skipped_tasks=skipped_tasks)
+    if judging is not None:
+        judging.observe(metrics.judged)
     context = ServerContext(
         env_name_for(name),
         served,
@@ -265,6 +282,8 @@ def build_served_app(
             await context.shut_down()
             if running is not None:
                 await running.close()
+            if judging is not None:
+                await judging.aclose()
 
     app = FastAPI(
         title=context.name,

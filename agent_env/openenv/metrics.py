@@ -6,7 +6,9 @@ disagree. What episodes did (their outcomes, tool calls, and the seconds of each
 once per episode, when it is torn down, from its trajectory: the moment the server logs it, so the
 counters match the episode log line for line. The tasks its bundle's load skipped, because they do
 not load (`skip_broken_tasks`), are a gauge set once. With a recorder, what it wrote and every trajectory it
-lost (by reason) are read from it at each scrape. Each server has a registry of its own, so two
+lost (by reason) are read from it at each scrape. Each judgement a `judge` verifier asks is counted as
+it ends (`judged`, an observer of the server's `Judging`): by outcome (ok, cached, failed and why), the
+seconds its endpoint took, and the tokens it counted. Each server has a registry of its own, so two
 servers in one process never mix their figures.
 """
 
@@ -19,6 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from agent_env.judges.judging import FAILURES, JudgeCall
 from agent_env.openenv.wire import SessionCounts
 from agent_env.recording import DROP_REASONS, TrajectoryRecorder
 from agent_env.sandbox.pool import PoolStatus
@@ -103,6 +106,29 @@ class ServerMetrics:
             )
             for phase in ("deploy", "verify", "teardown")
         }
+        self._judge_calls = Counter(
+            "agent_env_judge_calls",
+            "Judgements a judge verifier asked, by outcome (ok; cached: no request made; failed) and, "
+            f"for a failed one, why ({', '.join(FAILURES)}).",
+            ["outcome", "reason"],
+            registry=self.registry,
+        )
+        for outcome in ("ok", "cached"):
+            self._judge_calls.labels(outcome, "")
+        self._judge_seconds = Histogram(
+            "agent_env_judge_seconds",
+            "Seconds a judge's endpoint took to answer a judgement (its retries included).",
+            buckets=SECONDS_BUCKETS,
+            registry=self.registry,
+        )
+        self._judge_tokens = Counter(
+            "agent_env_judge_tokens",
+            "Tokens the judges' endpoints counted, by kind (prompt, completion), where they report usage.",
+            ["kind"],
+            registry=self.registry,
+        )
+        for kind in ("prompt", "completion"):
+            self._judge_tokens.labels(kind)
         self.registry.register(_Holding(holding))
         if recorder is not None:
             self.registry.register(_Recording(recorder))
@@ -124,6 +150,16 @@ class ServerMetrics:
         ):
             if seconds is not None:
                 self._phase_seconds[phase].observe(seconds)
+
+    def judged(self, call: JudgeCall) -> None:
+        """Count one judgement (an observer of the server's `Judging`)."""
+        self._judge_calls.labels(call.outcome, call.reason).inc()
+        if call.seconds is not None:
+            self._judge_seconds.observe(call.seconds)
+        if call.prompt_tokens is not None:
+            self._judge_tokens.labels("prompt").inc(call.prompt_tokens)
+        if call.completion_tokens is not None:
+            self._judge_tokens.labels("completion").inc(call.completion_tokens)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -25,6 +25,7 @@ import uvicorn
 
 from agent_env._errors import ArgumentError
 from agent_env.bundle import Bundle, load_bundle
+from agent_env.judges.judging import Judging
 from agent_env.openenv.app import build_app, resolve_max_concurrent_envs
 from agent_env.openenv.connections import ConnectionGuard, ConnectionLimits, raise_descriptor_limit
 from agent_env.openenv.tokens import TOKEN_VARIABLE, resolve_token
@@ -52,6 +53,9 @@ def serve(
     allow_internet: bool = False,
     skip_broken_tasks: bool = False,
     insecure_no_token: bool = False,
+    judge_url: str | None = None,
+    judge_model: str | None = None,
+    judge_cache: str | Path | None = None,
     limits: ConnectionLimits | None = None,
     out: TextIO = sys.stdout,
 ) -> None:
@@ -63,8 +67,9 @@ def serve(
     sandboxes' warm pool and `allowed_hosts` the names it answers besides loopback and IP addresses
     (`build_app`'s); `allow_internet` gives the tasks that ask for it (Harbor's allow_internet) a
     network. With `skip_broken_tasks`, the tasks that do not load are left out, and the start says
-    how many and lists each with its first problem. `limits` (default: `ConnectionLimits.for_sessions`
-    of the capacity) bound its connections.
+    how many and lists each with its first problem. `judge_url`, `judge_model` and `judge_cache` are
+    the judges' endpoint, model and verdicts' folder (`build_app`'s); the start says what each judge
+    asks. `limits` (default: `ConnectionLimits.for_sessions` of the capacity) bound its connections.
     """
     guarded = resolve_token(token) is not None
     if not guarded and not insecure_no_token and not _loopback(host):
@@ -86,6 +91,9 @@ def serve(
         warm=warm,
         allowed_hosts=allowed_hosts,
         allow_internet=allow_internet,
+        judge_url=judge_url,
+        judge_model=judge_model,
+        judge_cache=judge_cache,
     )
     name = app.state.agent_env.name
     raise_descriptor_limit()
@@ -109,6 +117,9 @@ def serve(
         print(f"agent-env: {summary}", file=out, flush=True)
     if record is not None:
         print(f"agent-env: recording trajectories to {Path(record).resolve()}", file=out, flush=True)
+    judging = Judging.from_environment(url=judge_url, model=judge_model, cache=judge_cache)
+    for line in judging.described(loaded.judges):
+        print(f"agent-env: {line}", file=out, flush=True)
     for warning in (exposure_warning(host, guarded=guarded), limits.shortfall(capacity)):
         if warning:
             print(f"agent-env: warning: {warning}", file=out, flush=True)

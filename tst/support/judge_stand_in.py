@@ -70,6 +70,28 @@ def contains(word: str) -> Rule:
     return rule
 
 
+COURTESY = ("welcome", "thank")
+
+
+def accurate_and_courteous(transcript: dict[str, Any], low: int, high: int) -> tuple[int, str]:
+    """The concierge example's rubric, as a rule: half the scale when the last reply names the room the
+    last lookup returned (read from the calls), half when it welcomes or thanks the guest."""
+    results = [
+        call.get("result", "") for turn in transcript.get("turns", []) for call in turn.get("calls", [])
+    ]
+    room = json.loads(results[-1]).get("room") if results and results[-1].startswith("{") else None
+    reply = last_reply(transcript).lower()
+    accurate = room is not None and str(room) in reply
+    courteous = any(word in reply for word in COURTESY)
+    half = (high - low) // 2
+    score = low + half * accurate + (high - low - half) * courteous
+    said = [
+        f"names room {room}" if accurate else "does not name the booked room",
+        "is courteous" if courteous else "neither welcomes nor thanks the guest",
+    ]
+    return score, f"The reply {' and '.join(said)}."
+
+
 def scored_as_said(transcript: dict[str, Any], low: int, high: int) -> tuple[int, str]:
     """The score the last reply ends with ("... 7"), on the scale or off it (the tests of a judge that
     answers off its scale)."""

@@ -130,6 +130,7 @@ CAPABILITIES = {
         Capability("docker_installed", "pip install -e '.[docker]'", _extra("docker")),
         Capability("mcp_installed", "pip install -e '.[mcp]'", _extra("mcp")),
         Capability("users_installed", "pip install -e '.[users]'", _extra("users")),
+        Capability("judge_installed", "pip install -e '.[judge]'", _extra("judge")),
         Capability("eval_installed", "pip install -e '.[eval]'", _extra("eval")),
         Capability("dev_installed", "make install (the dev/test tools the lock pins)", _extra("dev")),
         Capability("bubblewrap", "apt-get install bubblewrap (where namespaces are allowed)", _bubblewrap),
@@ -145,7 +146,7 @@ CAPABILITIES = {
 
 EXTRAS = frozenset(
     {"openenv_installed", "trl_installed", "docker_installed", "mcp_installed", "users_installed"}
-    | {"eval_installed", "dev_installed"}
+    | {"judge_installed", "eval_installed", "dev_installed"}
 )
 """The capabilities that are extras of the package: the only ones a core-only run may lack."""
 EVERY_EXTRA = tuple(sorted(EXTRAS))

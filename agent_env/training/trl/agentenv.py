@@ -185,6 +185,9 @@ class AgentEnv:
         warm: int | None = None,
         allow_internet: bool = False,
         skip_broken_tasks: bool = False,
+        judge_url: str | None = None,
+        judge_model: str | None = None,
+        judge_cache: str | Path | None = None,
         **options: Any,
     ) -> AgentEnv:
         """Serve `bundle` in this process on a free loopback port, and use it.
@@ -194,8 +197,10 @@ class AgentEnv:
         warm pool (as `--warm`), `allow_internet` a network for the tasks that ask for one (as
         `--allow-internet`; a folder of Harbor tasks is a bundle too), `skip_broken_tasks` the
         tasks that do not load left out, each logged with its first problem (as
-        `--skip-broken-tasks`), instead of one stopping them all. The server stops, after tearing
-        down every episode, at `close()` or when the process exits.
+        `--skip-broken-tasks`), instead of one stopping them all. `judge_url`, `judge_model` and
+        `judge_cache` are the `judge` verifiers' endpoint, model and verdicts' folder (as
+        `--judge-url`, `--judge-model`, `--judge-cache`). The server stops, after tearing down every
+        episode, at `close()` or when the process exits.
         """
         from agent_env.openenv import build_app
 
@@ -208,6 +213,9 @@ class AgentEnv:
             warm=warm,
             allow_internet=allow_internet,
             skip_broken_tasks=skip_broken_tasks,
+            judge_url=judge_url,
+            judge_model=judge_model,
+            judge_cache=judge_cache,
         )
         return cls.serving(app, token=token, **options)
 
