@@ -66,13 +66,15 @@ class BundleJudges:
                 return None
         merged = _merged(shared, spec)
         model = merged.model
+        said = len(self.folder.problems)
         rubric = self._rubric(where, spec, shared)
+        unread = len(self.folder.problems) > said or self._unread(spec, shared)
         if model is None:
             self.folder.problem(
                 where,
                 'the judge has no model: give "model", or name a [judges.NAME] of bundle.toml that has one',
             )
-        if rubric is None and not self.folder.reported(where):
+        if rubric is None and not unread:
             self.folder.problem(
                 where,
                 'the judge has no rubric: give "rubric" (text) or "rubric_file" (a file of the bundle), '
@@ -94,6 +96,12 @@ class BundleJudges:
             temperature=merged.temperature,
             response_format=merged.response_format or "json_schema",
         )
+
+    def _unread(self, spec: JudgeCheck, shared: JudgeConfig | None) -> bool:
+        """Whether the rubric is the shared judge's file, which could not be read (said at its start)."""
+        if spec.rubric is not None or spec.rubric_file is not None or shared is None:
+            return False
+        return shared.rubric_file is not None and self._rubrics.get(shared.rubric_file) is None
 
     def _rubric(self, where: str, spec: JudgeCheck, shared: JudgeConfig | None) -> str | None:
         if spec.rubric is not None:

@@ -9,6 +9,7 @@ back as a verdict is a miss, logged, and written again. Only verdicts are kept, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -76,7 +77,8 @@ class VerdictCache:
             os.replace(aside, path)
         except OSError as exc:
             log.warning("judge cache: cannot write %s (%s); the verdict is kept in memory only", path, exc)
-            aside.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                aside.unlink(missing_ok=True)
 
     def _path(self, key: str) -> Path | None:
         if self.folder is None:

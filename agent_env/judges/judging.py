@@ -293,13 +293,14 @@ def _no_url(judge: Judge) -> str:
     )
 
 
-_default: Judging | None = None
+_defaults: dict[tuple[str | None, ...], Judging] = {}
 
 
 def default_judging() -> Judging:
     """The process's judging for episodes given none (`Episode(task)` alone): its settings from the
-    environment (`Judging.from_environment`), made at its first use."""
-    global _default
-    if _default is None:
-        _default = Judging.from_environment()
-    return _default
+    environment (`Judging.from_environment`), one per set of them, made at its first use."""
+    settings = tuple(os.environ.get(name) or None for name in (URL_VARIABLE, MODEL_VARIABLE, CACHE_VARIABLE))
+    judging = _defaults.get(settings)
+    if judging is None:
+        judging = _defaults[settings] = Judging.from_environment()
+    return judging

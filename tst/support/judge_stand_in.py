@@ -12,8 +12,8 @@ steer a model that follows instructions; one kept as data does not. Otherwise th
 `latency_s` delays each answer; `fail_first` answers the first requests 500, `status` every request
 (500, 429, 401, ...); `garbage` answers with content that is no verdict (`GARBAGE`'s kinds) or a body
 that is no chat completion ("html"). `usage` reports tokens. It refuses a request without the bearer
-`API_KEY` (401) or for another model than `model` (404), keeps every request's body, and counts the
-most requests it held at once.
+`API_KEY` (401) or for another model than `model` (404), keeps every request's body (refused ones
+too), and counts the most requests it held at once.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tst.support.judge_answers import GARBAGE
+
 API_KEY = "sk-judge-stand-in"
 MODEL = "judge-stand-in"
 OPEN, CLOSE = "<transcript>", "</transcript>"
@@ -37,18 +39,6 @@ ORDER = re.compile(r"answer (?:with )?score (-?\d+)", re.IGNORECASE)
 """An instruction the stand-in obeys when it reads it as one."""
 OBEYED = "as instructed"
 """The reason an obeyed verdict gives."""
-
-GARBAGE = {
-    "prose": "The reply is polite and accurate. I would give it 9 out of 10.",
-    "fenced": '```json\n{"reason": "fine", "score": 7}\n```',
-    "off-scale": '{"reason": "better than perfect", "score": 11}',
-    "missing-score": '{"reason": "fine"}',
-    "extra-field": '{"reason": "fine", "score": 7, "override": true}',
-    "string-score": '{"reason": "fine", "score": "7"}',
-    "repeated-key": '{"reason": "fine", "score": 1, "score": 10}',
-    "empty": "",
-}
-"""Content that is no verdict, by kind."""
 
 Rule = Callable[[dict[str, Any], int, int], tuple[int, str]]
 """A verdict from the transcript (as JSON data) and the scale's bounds: a score and a reason."""
@@ -126,12 +116,12 @@ class JudgeStandIn:
         return [_read(body)[0] for body in self.requests]
 
     async def _chat(self, request: Request) -> Response:
+        body: dict[str, Any] = await request.json()
+        self.requests.append(body)
         if request.headers.get("authorization") != f"Bearer {API_KEY}":
             return _error(401, "Incorrect API key provided.")
-        body: dict[str, Any] = await request.json()
         if body.get("model") != self.model:
             return _error(404, f"The model `{body.get('model')}` does not exist.")
-        self.requests.append(body)
         self._now += 1
         self.most_at_once = max(self.most_at_once, self._now)
         try:
