@@ -184,7 +184,10 @@ def test_without_the_judge_extra_a_bundle_with_a_judge_is_refused_naming_its_ins
 
 
 def test_importing_the_judge_s_client_without_the_extra_fails_naming_judge():
-    code = "import sys\nsys.modules['openai'] = None\ntry:\n    import agent_env.judges.client\nexcept ImportError as e:\n    print(e)\n"
+    code = (
+        "import sys\nsys.modules['openai'] = None\n"
+        "try:\n    import agent_env.judges.client\nexcept ImportError as e:\n    print(e)\n"
+    )
 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
 
@@ -193,7 +196,10 @@ def test_importing_the_judge_s_client_without_the_extra_fails_naming_judge():
 
 def test_loading_and_asking_nothing_imports_no_openai(tmp_path: Path):
     root = bundle(tmp_path, SHARED)
-    code = f"import sys\nfrom agent_env import load_bundle\nload_bundle({json.dumps(str(root))})\nprint('openai' in sys.modules)\n"
+    code = (
+        "import sys\nfrom agent_env import load_bundle\n"
+        f"load_bundle({json.dumps(str(root))})\nprint('openai' in sys.modules)\n"
+    )
 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agent_env import ArgumentError
-from agent_env.judges import Judge, JudgeCall, JudgeError, Judging, JudgeScale, Verdict
+from agent_env.judges import Judge, JudgeCall, JudgeError, JudgeScale, Judging, Verdict
 from tst.support.addresses import free_port_on
 from tst.support.judge_stand_in import API_KEY, MODEL, JudgeStandIn, contains
 from tst.support.serving import Serve
@@ -287,7 +287,7 @@ def test_the_environment_gives_the_serving_url_model_and_cache(
 def test_admitting_a_judge_without_an_endpoint_or_whose_key_is_unset_says_how_to_fix_it(
     monkeypatch: pytest.MonkeyPatch,
 ):
-    with pytest.raises(ArgumentError, match="has no endpoint.*--judge-url"):
+    with pytest.raises(ArgumentError, match=r"has no endpoint.*--judge-url"):
         Judging().admit([judge_at(None)])
     monkeypatch.delenv(KEY_VARIABLE)
     with pytest.raises(
