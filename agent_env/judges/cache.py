@@ -55,15 +55,15 @@ class VerdictCache:
             return None
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            verdict = Verdict(score=data["score"], reason=data["reason"])
-            if not isinstance(verdict.score, int) or not isinstance(verdict.reason, str):
-                raise TypeError("a score that is no integer, or a reason that is no text")
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            log.warning("judge cache: %s does not read as a verdict (%s); asking the judge again", path, exc)
-            return None
-        return verdict
+        except (OSError, ValueError) as exc:
+            return _unread(path, str(exc))
+        score = data.get("score") if isinstance(data, dict) else None
+        reason = data.get("reason") if isinstance(data, dict) else None
+        if not isinstance(score, int) or isinstance(score, bool) or not isinstance(reason, str):
+            return _unread(path, "no integer score and text reason")
+        return Verdict(score, reason)
 
     def write(self, key: str, verdict: Verdict) -> None:
         """Keep `verdict` on disk (blocking: run it off the loop); a failure is logged, not raised."""
@@ -84,3 +84,7 @@ class VerdictCache:
         if self.folder is None:
             return None
         return self.folder / key[:2] / f"{key}.json"
+
+
+def _unread(path: Path, why: str) -> None:
+    log.warning("judge cache: %s does not read as a verdict (%s); asking the judge again", path, why)

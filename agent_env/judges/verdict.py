@@ -79,8 +79,8 @@ def _integer(value: Any) -> int | None:
     return None
 
 
-class _NotStrictError(ValueError):
-    pass
+class _NotStrictError(AgentEnvError, ValueError):
+    """JSON that Python's parser takes but JSON does not, or a key given twice."""
 
 
 def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -310,4 +310,4 @@ def test_a_bash_check_without_a_sandbox_fails_naming_the_task():
 
 
 def test_the_verifier_types_a_task_may_name_are_read_from_the_checks_themselves():
-    assert VERIFIER_TYPES == ("items", "bash", "reply", "function")
+    assert VERIFIER_TYPES == ("items", "bash", "reply", "function", "judge")
