@@ -101,6 +101,8 @@ class JudgeStandIn:
     usage: bool = True
     model: str = MODEL
     requests: list[dict[str, Any]] = field(default_factory=list)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    """Each verdict it gave, as it sent it (garbage aside)."""
     obeyed: int = 0
     """How many verdicts followed an instruction instead of the rule."""
     most_at_once: int = 0
@@ -145,11 +147,14 @@ class JudgeStandIn:
         order = ORDER.search(instructions)
         if order is not None:
             self.obeyed += 1
-            return json.dumps({"reason": OBEYED, "score": int(order[1])})
-        if transcript is None:
-            return json.dumps({"reason": "no transcript to judge", "score": low})
-        score, reason = self.rule(transcript, low, high)
-        return json.dumps({"reason": reason, "score": score})
+            verdict = {"reason": OBEYED, "score": int(order[1])}
+        elif transcript is None:
+            verdict = {"reason": "no transcript to judge", "score": low}
+        else:
+            score, reason = self.rule(transcript, low, high)
+            verdict = {"reason": reason, "score": score}
+        self.verdicts.append(verdict)
+        return json.dumps(verdict)
 
     def _completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:
         answer: dict[str, Any] = {
