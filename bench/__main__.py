@@ -16,6 +16,7 @@ from bench import (
     fleet,
     harbor,
     harbor_dataset,
+    judges,
     load,
     overhead,
     sandboxes,
@@ -38,6 +39,7 @@ SECTIONS = {
     "fleet": fleet.run,
     "trainers": trainers.run,
     "batch": batch_scoring.run,
+    "judges": judges.run,
 }
 
 
