@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agent_env.judges.settings import Judge, JudgeScale
 from agent_env.judges.transcript import (
     CLOSE,
@@ -135,3 +137,25 @@ def test_the_same_judgement_has_the_same_digest_and_any_change_to_what_is_asked_
     assert len({same, *digests[1:]}) == 4
     other = transcript_of(None, [TURNS[0].model_copy(update={"reply": "Room 214."})], JUDGE.reads)
     assert digest(request_body(JUDGE, other)) != same
+
+
+@pytest.mark.needs("judge_installed")  # the concierge's judge is refused at load without the extra
+def test_the_guide_shows_exactly_the_messages_the_concierge_s_judge_is_sent():
+    from agent_env import load_bundle
+    from tst.support.documented import ROOT, blocks
+
+    shown = {b.title: b.code for b in blocks(ROOT / "docs" / "guides" / "judges.md") if b.title}
+    task = load_bundle(ROOT / "examples" / "concierge").task("train", 0)
+    judge = task.verifiers[1].judged_by
+    assert judge is not None
+    result = '{"breakfast": true, "check_in": "15:00", "guest": "Ada Lovelace", "nights": 3, "room": "214"}'
+    call = ToolCallRecord(tool="find_booking", arguments={"guest": "Ada Lovelace"}, result=result)
+    reply = "Welcome, Ms Lovelace! You are in room 214, and breakfast is included for your three nights."
+    turns = [TurnRecord(turn=1, prompt=task.turns[0], calls=[call], reply=reply)]
+
+    system, user = request_body(judge, transcript_of(task.agent.system_prompt, turns, judge.reads))[
+        "messages"
+    ]
+
+    assert shown["system message"] == system["content"] + "\n"
+    assert shown["user message"] == user["content"] + "\n"
