@@ -146,7 +146,8 @@ def run(results: Results, workdir: Path, *, quick: bool) -> None:
             judge_model=MODEL,
             max_concurrent_envs=2 * rollouts,
         ) as env:
-            held = {name: [env.factory() for _ in range(rollouts)] for name in WAYS}
+            factory: Any = env.factory  # one toolset: a class
+            held = {name: [factory() for _ in range(rollouts)] for name in WAYS}
             for round_ in range(rounds):
                 for name, way in WAYS.items():
                     took, failed = scored(played(held[name], env, f"{name} {round_}"), way)

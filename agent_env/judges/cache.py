@@ -58,11 +58,13 @@ class VerdictCache:
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            return _unread(path, str(exc))
+            _unread(path, str(exc))
+            return None
         score = data.get("score") if isinstance(data, dict) else None
         reason = data.get("reason") if isinstance(data, dict) else None
         if not isinstance(score, int) or isinstance(score, bool) or not isinstance(reason, str):
-            return _unread(path, "no integer score and text reason")
+            _unread(path, "no integer score and text reason")
+            return None
         return Verdict(score, reason)
 
     def write(self, key: str, verdict: Verdict) -> None:
