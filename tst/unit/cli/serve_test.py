@@ -349,3 +349,44 @@ def test_serve_with_skip_broken_tasks_says_at_start_how_many_it_skipped_lists_ea
         f"(`agent-env check {bundle}` lists every problem)",
     ]
     assert scrape(listening_url(line))[("agent_env_tasks_skipped", ())] == 1
+
+
+CONCIERGE = Path(__file__).resolve().parents[3] / "examples" / "concierge"
+
+
+@pytest.mark.needs("judge_installed")
+def test_serve_says_at_start_what_each_judge_asks_and_where_verdicts_are_kept(
+    agent_env_serve: Callable[..., ServeProcess], tmp_path: Path
+) -> None:
+    served = agent_env_serve(
+        str(CONCIERGE),
+        "--port",
+        "0",
+        "--judge-url",
+        "http://127.0.0.1:9/v1",
+        "--judge-model",
+        "local-judge",
+        "--judge-cache",
+        str(tmp_path / "verdicts"),
+    )
+    served.first_line()
+    assert until(lambda: "verdicts are kept" in served.stdout.read_text(), WAIT_S)
+
+    assert served.stdout.read_text().splitlines()[1:3] == [
+        "agent-env: judge 'courtesy' asks model 'local-judge' at http://127.0.0.1:9/v1 (8 at once at most)",
+        f"agent-env: the judges' verdicts are kept in {tmp_path / 'verdicts'}",
+    ]
+
+
+@pytest.mark.needs("judge_installed")
+def test_serve_whose_judge_s_key_is_unset_exits_2_naming_the_variable(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(SCRIPT), "serve", str(CONCIERGE), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=STARTUP_S,
+        env={**environment(tmp_path), "OPENAI_API_KEY": ""},
+    )
+
+    assert done.returncode == 2
+    assert "judge 'courtesy' reads its endpoint's key from $OPENAI_API_KEY, which is not set" in done.stderr
