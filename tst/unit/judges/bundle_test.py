@@ -16,6 +16,8 @@ from agent_env.judges import Judge, JudgeScale
 from agent_env.judges.settings import READS
 from tst.support.bundles import a_task, make_bundle
 
+pytestmark = pytest.mark.needs("judge_installed")  # a bundle with a judge loads only with the extra
+
 INSTALL = "pip install 'agentenv-framework[judge]'"
 TOML = """
 [agents.reader]
