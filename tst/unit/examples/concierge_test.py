@@ -18,6 +18,8 @@ from agent_env.verifiers import JudgeCheck, ReplyCheck
 from tst.support.judge_stand_in import API_KEY, MODEL, JudgeStandIn, accurate_and_courteous
 from tst.support.serving import Serve
 
+pytestmark = pytest.mark.needs("judge_installed", "openenv_installed")  # the judge, and its stand-in's server
+
 CONCIERGE = Path(__file__).resolve().parents[3] / "examples" / "concierge"
 
 
