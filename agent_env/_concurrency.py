@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from agent_env._errors import ArgumentError
+from agent_env._positive import positive_count
 
 MOST = 8
 BUILD_CONCURRENCY_VARIABLE = "AGENTENV_BUILD_CONCURRENCY"
@@ -32,20 +32,10 @@ def default_concurrency() -> int:
 
 def build_concurrency(given: int | None = None) -> int:
     """The image builds to run at once: `given`, else `AGENTENV_BUILD_CONCURRENCY`, else the default."""
-    if given is not None:
-        if isinstance(given, bool) or not isinstance(given, int) or given < 1:
-            raise ArgumentError(f"build_concurrency must be a positive integer, got {given!r}")
-        return given
-    raw = os.environ.get(BUILD_CONCURRENCY_VARIABLE, "").strip()
-    if not raw:
-        return default_concurrency()
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ArgumentError(
-            f"{BUILD_CONCURRENCY_VARIABLE} must be a positive integer, got {raw!r}: set it to, say, "
-            f"{default_concurrency()} (this machine's default), or unset it"
-        )
-    return value
+    return positive_count(
+        given,
+        name="build_concurrency",
+        variable=BUILD_CONCURRENCY_VARIABLE,
+        default=default_concurrency(),
+        or_else=" (this machine's default), or unset it",
+    )

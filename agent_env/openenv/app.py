@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
 from collections.abc import AsyncIterator, Iterable
 from functools import partial
@@ -31,8 +30,9 @@ from pydantic import BaseModel, Field
 from starlette.routing import BaseRoute, WebSocketRoute
 
 import agent_env
-from agent_env._errors import ArgumentError, StateError
+from agent_env._errors import StateError
 from agent_env._origins import AllowedHosts
+from agent_env._positive import positive_count
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.judges.judging import Judging
 from agent_env.openenv.auth import OwnHostsOnly, RequireToken
@@ -378,29 +378,13 @@ def _route_keys(route: BaseRoute) -> set[str]:
 
 def resolve_max_concurrent_envs(max_concurrent_envs: int | None = None) -> int:
     """The server's session capacity: the argument, else `MAX_CONCURRENT_ENVS`, else the default."""
-    if max_concurrent_envs is not None:
-        if (
-            isinstance(max_concurrent_envs, bool)
-            or not isinstance(max_concurrent_envs, int)
-            or max_concurrent_envs < 1
-        ):
-            raise ArgumentError(
-                f"max_concurrent_envs must be a positive integer, got {max_concurrent_envs!r}"
-            )
-        return max_concurrent_envs
-    raw = os.environ.get(CAPACITY_VARIABLE)
-    if raw is None or not raw.strip():
-        return DEFAULT_MAX_CONCURRENT_ENVS
-    try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise ArgumentError(
-            f"{CAPACITY_VARIABLE} must be a positive integer, got {raw!r}: set it to, say, "
-            f"{DEFAULT_MAX_CONCURRENT_ENVS}, or pass max_concurrent_envs="
-        )
-    return value
+    return positive_count(
+        max_concurrent_envs,
+        name="max_concurrent_envs",
+        variable=CAPACITY_VARIABLE,
+        default=DEFAULT_MAX_CONCURRENT_ENVS,
+        or_else=", or pass max_concurrent_envs=",
+    )
 
 
 def env_name_for(name: str) -> str:
