@@ -19,6 +19,7 @@ from agent_env.verifiers import EnvInstance, ItemsCheck
 
 if TYPE_CHECKING:
     from agent_env.events import EpisodeEvent
+    from agent_env.judges.groups import GroupSeat
     from agent_env.judges.judging import Judging
     from agent_env.task import Task
     from agent_env.trajectory import TurnRecord
@@ -39,6 +40,9 @@ class VerifierContext:
     judging: Judging | None = None
     """What a `judge` verifier asks through (the server's: its endpoint, cache and bounds); None: the
     process's own (`agent_env.judges.judging.default_judging`)."""
+    group_seat: GroupSeat | None = None
+    """The episode's place in its GRPO group, where a relative judge scores it beside the group's
+    other rollouts; None: judged alone."""
 
     @property
     def system_prompt(self) -> str | None:

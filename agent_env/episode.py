@@ -19,7 +19,7 @@ import enum
 import logging
 import time
 from collections.abc import Awaitable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from agent_env._errors import ArgumentError
@@ -48,6 +48,7 @@ from agent_env.toolset import Shell, Toolset
 from agent_env.verifiers import EnvInstance, Judgement, Verifier, aggregate
 
 if TYPE_CHECKING:
+    from agent_env.judges.groups import GroupInvite, GroupSeat
     from agent_env.judges.judging import Judging
     from agent_env.mcp.env import McpEnv
 
@@ -285,32 +286,39 @@ class Episode:
     def _time_up_note(self) -> str:
         return f"[the task's time limit of {self.task.time_limit_s:g} s ran out: the episode is over]"
 
-    async def end_turn(self, reply: str) -> TurnResult:
-        """End the open turn with the agent's reply: open the next one, or verify and score."""
+    async def end_turn(self, reply: str, *, group: GroupInvite | None = None) -> TurnResult:
+        """End the open turn with the agent's reply: open the next one, or verify and score. `group` is
+        the episode's GRPO group, which a relative judge scores it beside (`agent_env.judges.groups`);
+        it matters only at the end that verifies."""
         async with self._calls:
             self.require_open_turn()
             self.replies.append(reply)
             if self.time_left == 0:
-                return await self._verify(reply)
+                return await self._verify(reply, group)
             prompt = await self._next_prompt()
             if prompt is not None:
                 ended, self.turn = self.turn, self.turn + 1
                 self._emit(TurnEnded(turn=ended, reply=reply, prompt=prompt))
                 return TurnResult(done=False, turn=self.turn, prompt=prompt)
-            return await self._verify(reply)
+            return await self._verify(reply, group)
 
-    async def _verify(self, reply: str) -> TurnResult:
+    async def _verify(self, reply: str, group: GroupInvite | None = None) -> TurnResult:
         """End the episode's last turn (or the one its time limit cut short) with `reply`, then score."""
         if len(self.replies) < self.turn:
             self.replies.append(reply)
         self._emit(TurnEnded(turn=self.turn, reply=reply))
         self.state = EpisodeState.VERIFYING
-        await self._seal()
-        context = self._context(VerifierContext)
-        judged = [
-            await self._score(number, verifier, context)
-            for number, verifier in enumerate(self.task.verifiers, 1)
-        ]
+        seat = self._seat(group)
+        try:
+            await self._seal()
+            context = replace(self._context(VerifierContext), group_seat=seat)
+            judged = [
+                await self._score(number, verifier, context)
+                for number, verifier in enumerate(self.task.verifiers, 1)
+            ]
+        finally:
+            if seat is not None:
+                seat.leave()  # failed before its judge: its group no longer waits for it
         scores = tuple(judgement.score for judgement in judged)
         weights = [verifier.spec.weight for verifier in self.task.verifiers]
         score = aggregate(list(zip(scores, weights, strict=True)), self.task.aggregate)
@@ -332,6 +340,14 @@ class Episode:
             done=True, turn=self.turn, score=score, verifier_scores=scores, verifier_details=details
         )
         return self.final
+
+    def _seat(self, group: GroupInvite | None) -> GroupSeat | None:
+        """The episode's seat in its group, when it has one and a relative judge to be judged by."""
+        if group is None or not self.task.judged_in_groups:
+            return None
+        from agent_env.judges.judging import default_judging
+
+        return (self.judging or default_judging()).seat(group, (self.task.split, self.task.index))
 
     async def _seal(self) -> None:
         """Seal the sandbox for the verifiers that may run commands in it (`Sandbox.seal`): nothing the

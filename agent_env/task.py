@@ -132,6 +132,12 @@ class Task:
         return self.user.max_turns if self.user is not None else len(self.turns)
 
     @property
+    def judged_in_groups(self) -> bool:
+        """Whether a relative judge scores the task's episodes beside their GRPO group's, when the
+        client names the group (`agent_env.judges.groups`)."""
+        return any(v.judged_by is not None and v.judged_by.relative for v in self.verifiers)
+
+    @property
     def needs_sandbox(self) -> bool:
         """A sandbox is made when the agent has bash, the task seeds files, or a verifier runs bash."""
         return (

@@ -29,6 +29,7 @@ from agent_env.sandbox.base import CommandResult
 
 if TYPE_CHECKING:
     from agent_env.env import Env
+    from agent_env.judges.groups import GroupSeat
     from agent_env.judges.judging import Judging
     from agent_env.mcp.env import McpEnv
     from agent_env.trajectory import TurnRecord
@@ -149,6 +150,9 @@ class ScoringContext(Protocol):
     @property
     def judging(self) -> Judging | None: ...
 
+    @property
+    def group_seat(self) -> GroupSeat | None: ...
+
 
 @dataclass(frozen=True)
 class Judgement:
@@ -229,15 +233,19 @@ class Verifier:
         assert judge is not None, "load_bundle resolves a judge verifier's judge"
         judging = context.judging or default_judging()
         transcript = transcript_of(context.system_prompt, context.turns, judge.reads)
+        seat = context.group_seat if judge.relative else None
+        together = 1
         try:
-            verdict = await judging.verdict(judge, transcript)
+            if seat is not None:
+                verdict, together = await seat.verdict(judge, transcript)
+            else:
+                verdict = await judging.verdict(judge, transcript)
         except JudgeError as exc:
             raise EpisodeError(ErrorCode.VERIFIER_FAILED, f"{exc}: the episode is unscorable") from None
-        return Judgement(
-            judge.scale.normalised(verdict.score),
-            components={JUDGE_SCORE: float(verdict.score)},
-            detail=verdict.reason,
-        )
+        components = {JUDGE_SCORE: float(verdict.score)}
+        if together > 1:
+            components[JUDGE_GROUP] = float(together)
+        return Judgement(judge.scale.normalised(verdict.score), components=components, detail=verdict.reason)
 
     async def _score(self, context: ScoringContext) -> float:
         spec = self.spec
@@ -252,6 +260,9 @@ class Verifier:
 
 JUDGE_SCORE = "judge_score"
 """The component a judge verifier records: the judge's own score, on its scale."""
+JUDGE_GROUP = "judge_group"
+"""The component a relative judge records when it scored the episode beside its GRPO group: how many
+rollouts it read together."""
 
 
 def score_items(spec: ItemsCheck, actual: Any) -> float:

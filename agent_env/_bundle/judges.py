@@ -43,10 +43,19 @@ class BundleJudges:
         """A task's verifiers, each `judge` one with the judge it asks (`place` is the task's, as its
         problems name it)."""
         done = []
+        relative = []
         for n, verifier in enumerate(verifiers):
             if isinstance(verifier.spec, JudgeCheck):
                 verifier = replace(verifier, judged_by=self.judge(f"{place}: verifiers[{n}]", verifier.spec))
+                if verifier.judged_by is not None and verifier.judged_by.relative:
+                    relative.append(n)
             done.append(verifier)
+        if len(relative) > 1:  # a group is judged once per task: one judgement to wait for together
+            self.folder.problem(
+                f"{place}: verifiers[{relative[1]}]",
+                f"a task has at most one relative judge, and verifiers {', '.join(map(str, relative))} are: "
+                'give the others "relative": false',
+            )
         return tuple(done)
 
     def judge(self, where: str, spec: JudgeCheck) -> Judge | None:
@@ -95,6 +104,7 @@ class BundleJudges:
             max_concurrency=shared.max_concurrency if shared is not None else DEFAULT_MAX_CONCURRENCY,
             temperature=merged.temperature,
             response_format=merged.response_format or "json_schema",
+            relative=bool(merged.relative),
         )
 
     def _unread(self, spec: JudgeCheck, shared: JudgeConfig | None) -> bool:

@@ -78,6 +78,8 @@ class ClientEpisode:
     """The open turn, as the server's last answer gave it."""
     max_turns: int | None = None
     """The most turns the episode may have, as the reset's answer gave it (None from an older server)."""
+    judged_in_groups: bool = False
+    """Whether a relative judge scores the task beside its GRPO group, as the reset's answer said."""
 
     @classmethod
     def reset(
@@ -98,6 +100,7 @@ class ClientEpisode:
         if answer.error is not None:
             self.ended = Ending(answer.error.code, answer.error.message)
         self.turn, self.max_turns = answer.turn, answer.max_turns
+        self.judged_in_groups = bool(answer.judged_in_groups)
         return answer
 
     @property
@@ -111,14 +114,18 @@ class ClientEpisode:
         deadline = self.deadlines.tool(name)
         return self.step(AgentEnvAction.call_tool(name, dict(arguments), timeout_s=deadline), deadline)
 
-    def end_turn(self, reply: str) -> AgentEnvObservation:
-        """End the open turn with `reply` (the last one runs the verifiers: the reset's deadline)."""
-        return self.received(self.send_end_turn(reply))
+    def end_turn(self, reply: str, *, group: tuple[str, int] | None = None) -> AgentEnvObservation:
+        """End the open turn with `reply` (the last one runs the verifiers: the reset's deadline);
+        `group` (key, size) names the episode's GRPO group, for a relative judge."""
+        return self.received(self.send_end_turn(reply, group=group))
 
-    def send_end_turn(self, reply: str) -> Answer[AgentEnvObservation]:
+    def send_end_turn(
+        self, reply: str, *, group: tuple[str, int] | None = None
+    ) -> Answer[AgentEnvObservation]:
         """Send the end of the open turn and go on; `received` reads its answer when it is wanted."""
         deadline = self.deadlines.reset_timeout_s
-        return self.session.step(AgentEnvAction.end_turn(reply, timeout_s=deadline), timeout_s=deadline)
+        action = AgentEnvAction.end_turn(reply, timeout_s=deadline, group=group)
+        return self.session.step(action, timeout_s=deadline)
 
     def step(self, action: AgentEnvAction, timeout_s: float) -> AgentEnvObservation:
         """Send one step; its answer, read by `received`."""

@@ -27,6 +27,11 @@ from agent_env.errors import ErrorCode
 DEADLINE_KEY = "timeout_s"
 """The action metadata key that carries a step's deadline, in seconds."""
 
+GROUP_KEY = "group"
+"""The end_turn metadata key that names the episode's GRPO group, `{"key": TEXT, "size": N}`: a key
+of the client's, the same for the group's rollouts on this server, and how many they are (2 to 64).
+A task with a relative judge (`judged_in_groups` at its reset) is then judged beside them."""
+
 MAX_LABEL_LENGTH = 200
 """The longest client label a reset takes (its `client`), which the episode's trajectory keeps."""
 
@@ -64,8 +69,14 @@ class AgentEnvAction(Action):
         return cls(kind="call_tool", tool=tool, arguments=arguments or {}, metadata=_deadline(timeout_s))
 
     @classmethod
-    def end_turn(cls, reply: str = "", *, timeout_s: float | None = None) -> AgentEnvAction:
-        return cls(kind="end_turn", reply=reply, metadata=_deadline(timeout_s))
+    def end_turn(
+        cls, reply: str = "", *, timeout_s: float | None = None, group: tuple[str, int] | None = None
+    ) -> AgentEnvAction:
+        """End the open turn; `group` (key, size) names the episode's GRPO group (see `GROUP_KEY`)."""
+        metadata = _deadline(timeout_s)
+        if group is not None:
+            metadata[GROUP_KEY] = {"key": group[0], "size": group[1]}
+        return cls(kind="end_turn", reply=reply, metadata=metadata)
 
     @classmethod
     def list_tools(cls) -> AgentEnvAction:
@@ -122,6 +133,11 @@ class AgentEnvObservation(Observation):
         default=None, description="Each verifier's score, once scored."
     )
     error: CallError | None = None
+    judged_in_groups: bool | None = Field(
+        default=None,
+        description="At a reset: whether a relative judge scores the task, beside the episode's GRPO "
+        f"group when its last end_turn names one (metadata.{GROUP_KEY}). An older server leaves it out.",
+    )
     tasks_fingerprint: str | None = Field(
         default=None,
         description="At a reset: the server's `tasks_fingerprint`, as its status gives it, so a client "

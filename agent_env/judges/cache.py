@@ -3,7 +3,8 @@ per process) and, when given a folder, on disk, where `replay` and later evals f
 
 The key is the digest of the whole request (`agent_env.judges.transcript.digest`): the rubric, the
 transcript as the judge reads it, the model, the scale and the sampling settings. A file on disk is
-`FOLDER/ab/abcdef....json`, written whole (to a file beside it, then renamed); one that does not read
+`FOLDER/ab/abcdef....json`, `{"verdicts": [{"score": N, "reason": TEXT}, ...]}` (one, or a relative
+judge's group's), written whole (to a file beside it, then renamed); one that does not read
 back as a verdict is a miss, logged, and written again. Only verdicts are kept, never a failure.
 """
 
@@ -33,23 +34,24 @@ class VerdictCache:
     ) -> None:
         self.folder = Path(folder) if folder is not None else None
         self.max_entries = max_entries
-        self._memory: OrderedDict[str, Verdict] = OrderedDict()
+        self._memory: OrderedDict[str, list[Verdict]] = OrderedDict()
 
-    def remembered(self, key: str) -> Verdict | None:
-        """The verdict kept in memory for `key`, now the most recent; None if there is none."""
-        verdict = self._memory.get(key)
-        if verdict is not None:
+    def remembered(self, key: str) -> list[Verdict] | None:
+        """The verdicts kept in memory for `key` (one, or a group's), now the most recent; None if none."""
+        verdicts = self._memory.get(key)
+        if verdicts is not None:
             self._memory.move_to_end(key)
-        return verdict
+            return list(verdicts)
+        return None
 
-    def remember(self, key: str, verdict: Verdict) -> None:
-        self._memory[key] = verdict
+    def remember(self, key: str, verdicts: list[Verdict]) -> None:
+        self._memory[key] = list(verdicts)
         self._memory.move_to_end(key)
         while len(self._memory) > self.max_entries:
             self._memory.popitem(last=False)
 
-    def read(self, key: str) -> Verdict | None:
-        """The verdict on disk for `key` (blocking: run it off the loop); None without a folder or one."""
+    def read(self, key: str) -> list[Verdict] | None:
+        """The verdicts on disk for `key` (blocking: run it off the loop); None without a folder or them."""
         path = self._path(key)
         if path is None:
             return None
@@ -60,22 +62,23 @@ class VerdictCache:
         except (OSError, ValueError) as exc:
             _unread(path, str(exc))
             return None
-        score = data.get("score") if isinstance(data, dict) else None
-        reason = data.get("reason") if isinstance(data, dict) else None
-        if not isinstance(score, int) or isinstance(score, bool) or not isinstance(reason, str):
-            _unread(path, "no integer score and text reason")
+        entries = data.get("verdicts") if isinstance(data, dict) else None
+        verdicts = [_verdict(entry) for entry in entries] if isinstance(entries, list) and entries else [None]
+        if any(verdict is None for verdict in verdicts):
+            _unread(path, 'no "verdicts", each an integer score and a text reason')
             return None
-        return Verdict(score, reason)
+        return [verdict for verdict in verdicts if verdict is not None]
 
-    def write(self, key: str, verdict: Verdict) -> None:
-        """Keep `verdict` on disk (blocking: run it off the loop); a failure is logged, not raised."""
+    def write(self, key: str, verdicts: list[Verdict]) -> None:
+        """Keep `verdicts` on disk (blocking: run it off the loop); a failure is logged, not raised."""
         path = self._path(key)
         if path is None:
             return
         aside = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+        kept = {"verdicts": [{"score": verdict.score, "reason": verdict.reason} for verdict in verdicts]}
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            aside.write_text(json.dumps({"score": verdict.score, "reason": verdict.reason}), encoding="utf-8")
+            aside.write_text(json.dumps(kept), encoding="utf-8")
             os.replace(aside, path)
         except OSError as exc:
             log.warning("judge cache: cannot write %s (%s); the verdict is kept in memory only", path, exc)
@@ -86,6 +89,14 @@ class VerdictCache:
         if self.folder is None:
             return None
         return self.folder / key[:2] / f"{key}.json"
+
+
+def _verdict(entry: object) -> Verdict | None:
+    score = entry.get("score") if isinstance(entry, dict) else None
+    reason = entry.get("reason") if isinstance(entry, dict) else None
+    if not isinstance(score, int) or isinstance(score, bool) or not isinstance(reason, str):
+        return None
+    return Verdict(score, reason)
 
 
 def _unread(path: Path, why: str) -> None:

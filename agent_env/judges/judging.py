@@ -22,7 +22,7 @@ import logging
 import os
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -31,11 +31,13 @@ from agent_env._errors import AgentEnvError, ArgumentError
 from agent_env._threads import run_sync
 from agent_env.judges.cache import DEFAULT_MEMORY_ENTRIES, VerdictCache
 from agent_env.judges.settings import Judge
-from agent_env.judges.transcript import digest, request_body
-from agent_env.judges.verdict import Verdict, VerdictError, read_verdict
+from agent_env.judges.transcript import digest, group_request_body, request_body
+from agent_env.judges.verdict import Verdict, VerdictError, read_verdict, read_verdicts
 
 if TYPE_CHECKING:
     import openai
+
+    from agent_env.judges.groups import GroupInvite, GroupSeat, JudgeGroups, Scope
 
 log = logging.getLogger("agent_env.judges")
 
@@ -63,6 +65,9 @@ class JudgeCall:
     completion_tokens: int | None = None
 
 
+_Reader = Callable[[str | None], list[Verdict]]
+"""The verdicts an answer's content holds (one, or a group's), or VerdictError."""
+
 JudgeObserver = Callable[[JudgeCall], None]
 """Told of each judgement on the loop that asked it: it must not block."""
 
@@ -79,9 +84,10 @@ class JudgeError(AgentEnvError):
 class _OnLoop:
     """What lives on one event loop: the judgements in flight, each endpoint's slots, its clients."""
 
-    running: dict[str, asyncio.Future[Verdict]] = field(default_factory=dict)
+    running: dict[str, asyncio.Future[list[Verdict]]] = field(default_factory=dict)
     slots: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     clients: dict[tuple[str, str | None], openai.AsyncOpenAI] = field(default_factory=dict)
+    groups: JudgeGroups | None = None
 
 
 class Judging:
@@ -164,10 +170,30 @@ class Judging:
 
     async def verdict(self, judge: Judge, transcript: dict[str, Any]) -> Verdict:
         """The judge's verdict on `transcript`; JudgeError, its message naming the judge, if none."""
+        judge = self._ready(judge)
+        body = request_body(judge, transcript)
+        (verdict,) = await self._judged(judge, body, lambda content: [read_verdict(content, judge.scale)])
+        return verdict
+
+    async def verdicts(self, judge: Judge, transcripts: Sequence[dict[str, Any]]) -> list[Verdict]:
+        """The judge's verdicts on `transcripts` compared with each other, in one request, in their
+        order (one transcript alone: `verdict`'s); JudgeError if any is missing."""
+        if len(transcripts) == 1:
+            return [await self.verdict(judge, transcripts[0])]
+        judge = self._ready(judge)
+        body = group_request_body(judge, transcripts)
+        count = len(transcripts)
+        return await self._judged(judge, body, lambda content: read_verdicts(content, judge.scale, count))
+
+    def _ready(self, judge: Judge) -> Judge:
         judge = self.resolved(judge)
         if judge.url is None:
             raise JudgeError("no_endpoint", _no_url(judge))
-        body = request_body(judge, transcript)
+        return judge
+
+    async def _judged(self, judge: Judge, body: dict[str, Any], read: _Reader) -> list[Verdict]:
+        """The verdicts `body` asks for: kept, in flight already, or asked now."""
+        assert judge.url is not None
         key = digest(body)
         kept = self.cache.remembered(key)
         if kept is not None:
@@ -177,7 +203,7 @@ class Judging:
         running = here.running.get(key)
         if running is not None:  # the same judgement, asked already: its answer is this one's too
             try:
-                verdict = await asyncio.shield(running)
+                verdicts = await asyncio.shield(running)
             except JudgeError as exc:
                 self._tell(JudgeCall(judge.model, judge.url, "failed", exc.kind))
                 raise
@@ -186,11 +212,11 @@ class Judging:
                     raise  # this caller was cancelled, not the one it waited for
             else:
                 self._tell(JudgeCall(judge.model, judge.url, "cached"))
-                return verdict
-        asked: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
+                return verdicts
+        asked: asyncio.Future[list[Verdict]] = asyncio.get_running_loop().create_future()
         here.running[key] = asked
         try:
-            verdict = await self._asked(judge, body, key, here)
+            verdicts = await self._asked(judge, body, key, read, here)
         except JudgeError as exc:
             asked.set_exception(exc)
             asked.exception()  # retrieved: none waiting for it is no error
@@ -199,11 +225,21 @@ class Judging:
             asked.cancel()
             raise
         else:
-            asked.set_result(verdict)
-            return verdict
+            asked.set_result(verdicts)
+            return verdicts
         finally:
             if here.running.get(key) is asked:
                 del here.running[key]
+
+    def seat(self, invite: GroupInvite, scope: Scope) -> GroupSeat:
+        """A seat in the GRPO group `invite` names, for an episode of the task `scope` whose relative
+        judge will give its transcript there (`agent_env.judges.groups`)."""
+        from agent_env.judges.groups import JudgeGroups
+
+        here = self._on_loop()
+        if here.groups is None:
+            here.groups = JudgeGroups(self)
+        return here.groups.seat(invite, scope)
 
     async def aclose(self) -> None:
         """Close this loop's clients of the endpoints (a server's shutdown)."""
@@ -211,7 +247,9 @@ class Judging:
         for client in here.clients.values() if here is not None else ():
             await client.close()
 
-    async def _asked(self, judge: Judge, body: dict[str, Any], key: str, here: _OnLoop) -> Verdict:
+    async def _asked(
+        self, judge: Judge, body: dict[str, Any], key: str, read: _Reader, here: _OnLoop
+    ) -> list[Verdict]:
         assert judge.url is not None
         if self.cache.folder is not None:
             kept = await run_sync(self.cache.read, key)
@@ -252,15 +290,15 @@ class Judging:
             judge.model, judge.url, "ok", "", seconds, answer.prompt_tokens, answer.completion_tokens
         )
         try:
-            verdict = read_verdict(answer.content, judge.scale)
+            verdicts = read(answer.content)
         except VerdictError as exc:
             self._tell(replace(call, outcome="failed", reason=exc.kind))
             raise JudgeError(exc.kind, f"{_named(judge)} {exc}") from None
-        self.cache.remember(key, verdict)
+        self.cache.remember(key, verdicts)
         if self.cache.folder is not None:
-            await run_sync(self.cache.write, key, verdict)
+            await run_sync(self.cache.write, key, verdicts)
         self._tell(call)
-        return verdict
+        return verdicts
 
     def _failed(self, judge: Judge, kind: str, what: str, seconds: float) -> JudgeError:
         assert judge.url is not None

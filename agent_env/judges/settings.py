@@ -83,6 +83,11 @@ class JudgeFields(BaseModel):
     response_format: ResponseFormat | None = Field(
         None, description='"json_schema" (default), "json_object" or "none": what the request asks for.'
     )
+    relative: bool | None = Field(
+        None,
+        description="Score the rollouts of one GRPO group against each other, in one request (GRPOTrainer "
+        "with score_batch); each episode alone everywhere else (default: false).",
+    )
 
     @model_validator(mode="after")
     def _one_rubric(self) -> JudgeFields:
@@ -122,3 +127,6 @@ class Judge:
     max_concurrency: int = DEFAULT_MAX_CONCURRENCY
     temperature: float | None = None
     response_format: ResponseFormat = "json_schema"
+    relative: bool = False
+    """Whether a GRPO group's rollouts are judged together, against each other, when the client names
+    the group (`agent_env.judges.groups`); alone otherwise."""

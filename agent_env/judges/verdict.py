@@ -1,4 +1,5 @@
-"""A judge's answer read strictly: one JSON object, `{"reason": TEXT, "score": INTEGER}`, nothing more.
+"""A judge's answer read strictly: one JSON object, `{"reason": TEXT, "score": INTEGER}`, nothing more
+(a group's: `{"verdicts": [...]}`, one such verdict with its transcript's `id` for each transcript).
 
 No text around it, no second key of a name, no other key, a score that is an integer on the judge's
 scale: anything else is no verdict (`VerdictError`), and the episode is unscorable rather than scored
@@ -40,6 +41,38 @@ class VerdictError(AgentEnvError):
 
 def read_verdict(content: str | None, scale: JudgeScale) -> Verdict:
     """The verdict `content` holds, or VerdictError saying what is wrong with it."""
+    return _verdict_of(_object_of(content), scale)
+
+
+def read_verdicts(content: str | None, scale: JudgeScale, count: int) -> list[Verdict]:
+    """The `count` verdicts of a group's answer, `{"verdicts": [{"id": N, "reason": ..., "score": N},
+    ...]}`, in the order of their ids (1 to `count`, each once); VerdictError if it is not exactly that."""
+    data = _object_of(content)
+    text = content or ""
+    if set(data) != {"verdicts"}:
+        said = _keys_said(data, {"verdicts"})
+        raise VerdictError("unreadable", f'answered {said}; a group\'s answer is {{"verdicts": [...]}} alone')
+    entries = data["verdicts"]
+    if not isinstance(entries, list) or len(entries) != count:
+        what = f"{len(entries)} verdicts" if isinstance(entries, list) else type(entries).__name__
+        raise VerdictError("unreadable", f"answered {what} for {count} transcripts: {_excerpt(text)}")
+    by_id: dict[int, Verdict] = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or "id" not in entry:
+            raise VerdictError("unreadable", f"answered a verdict without an id: {_excerpt(text)}")
+        number = _integer(entry["id"])
+        if number is None or not 1 <= number <= count:
+            given = json.dumps(entry["id"])
+            raise VerdictError("unreadable", f"answered the id {given}, not one of 1 to {count}")
+        if number in by_id:
+            raise VerdictError("unreadable", f"answered two verdicts for transcript {number}")
+        fields = {key: value for key, value in entry.items() if key != "id"}
+        by_id[number] = _verdict_of(fields, scale, f"for transcript {number} ")
+    return [by_id[number] for number in range(1, count + 1)]
+
+
+def _object_of(content: str | None) -> dict[str, Any]:
+    """The one JSON object `content` is, read strictly; VerdictError if it is not one."""
     if content is None or not content.strip():
         raise VerdictError("unreadable", "answered no text")
     try:
@@ -50,22 +83,34 @@ def read_verdict(content: str | None, scale: JudgeScale) -> Verdict:
         raise VerdictError(
             "unreadable", f"answered {type(data).__name__}, not a JSON object: {_excerpt(content)}"
         )
+    return data
+
+
+def _verdict_of(data: dict[str, Any], scale: JudgeScale, which: str = "") -> Verdict:
+    """The verdict `data` is, exactly a reason and a score on the scale; `which` names it in a group."""
     if set(data) != {"reason", "score"}:
-        missing = sorted({"reason", "score"} - set(data))
-        extra = sorted(set(data) - {"reason", "score"})
-        said = ", ".join([*(f"no '{k}'" for k in missing), *(f"'{k}' too" for k in extra)])
-        raise VerdictError("unreadable", f'answered {said}; a verdict is {{"reason": ..., "score": N}} alone')
+        said = _keys_said(data, {"reason", "score"})
+        alone = '{"reason": ..., "score": N} alone'
+        raise VerdictError("unreadable", f"answered {which}{said}; a verdict is {alone}")
     reason, score = data["reason"], data["score"]
     if not isinstance(reason, str):
-        raise VerdictError("unreadable", f"answered a reason that is {type(reason).__name__}, not text")
+        kind = type(reason).__name__
+        raise VerdictError("unreadable", f"answered {which}a reason that is {kind}, not text")
     number = _integer(score)
     if number is None:
-        raise VerdictError("unreadable", f"answered the score {json.dumps(score)}, not an integer")
+        raise VerdictError("unreadable", f"answered {which}the score {json.dumps(score)}, not an integer")
     if not scale.min <= number <= scale.max:
         raise VerdictError(
-            "off_scale", f"answered the score {number}, off its scale of {scale.min} to {scale.max}"
+            "off_scale", f"answered {which}the score {number}, off its scale of {scale.min} to {scale.max}"
         )
     return Verdict(number, _bounded(reason.strip()))
+
+
+def _keys_said(data: dict[str, Any], wanted: set[str]) -> str:
+    """What keys `data` lacks of `wanted` and has beyond them, in words."""
+    missing = sorted(wanted - set(data))
+    extra = sorted(set(data) - wanted)
+    return ", ".join([*(f"no '{k}'" for k in missing), *(f"'{k}' too" for k in extra)])
 
 
 def _integer(value: Any) -> int | None:

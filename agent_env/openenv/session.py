@@ -20,11 +20,13 @@ from agent_env._errors import ArgumentError
 from agent_env._unicode import NOT_UNICODE, invalid_text, valid_text
 from agent_env.episode import Episode, EpisodeState, TurnResult
 from agent_env.errors import AgentEnvError, EpisodeError, ErrorCode, validation_problems
+from agent_env.judges.groups import GroupInvite
 from agent_env.openenv.calls import InterruptedCallError, run_call
 from agent_env.openenv.context import ServerContext, TaskLookupError
 from agent_env.openenv.wire import (
     DEADLINE_KEY,
     ENDING_CODES,
+    GROUP_KEY,
     MAX_LABEL_LENGTH,
     AgentEnvAction,
     AgentEnvObservation,
@@ -130,6 +132,7 @@ class EpisodeSession:
         call = f"call_tool {action.tool}" if action.kind == "call_tool" and action.tool else action.kind
         try:
             timeout_s = self._deadline(action)
+            group = _group(action)
             episode = self._playing(action)
         except _RefusedError as refused:
             current = self._observation(self._episode) if self._episode else None
@@ -139,7 +142,7 @@ class EpisodeSession:
         if action.kind == "call_tool":
             assert action.tool is not None
             return await self._call_tool(episode, action.tool, action.arguments, timeout_s, call)
-        return await self._end_turn(episode, action.reply or "", timeout_s, call)
+        return await self._end_turn(episode, action.reply or "", timeout_s, call, group)
 
     def end(self) -> asyncio.Future[None] | None:
         """Start tearing down the session's episode, if it has one; the future is done when it is gone."""
@@ -167,6 +170,7 @@ class EpisodeSession:
             prompt=episode.task.prompt,
             tools=episode.tools,
             tool_timeouts=episode.tool_timeouts,
+            judged_in_groups=episode.task.judged_in_groups,
             tasks_fingerprint=self._context.fingerprint or None,
         )
 
@@ -183,9 +187,9 @@ class EpisodeSession:
         return self._observation(episode, result=result)
 
     async def _end_turn(
-        self, episode: Episode, reply: str, timeout_s: float | None, call: str
+        self, episode: Episode, reply: str, timeout_s: float | None, call: str, group: GroupInvite | None
     ) -> AgentEnvObservation:
-        end = await self._run(episode, episode.end_turn(reply), timeout_s, call)
+        end = await self._run(episode, episode.end_turn(reply, group=group), timeout_s, call)
         if isinstance(end, _Answered):
             return end.observation
         if not end.done:
@@ -372,6 +376,25 @@ def _tool_deadline(episode: Episode, tool: str, client_s: float | None) -> tuple
     source = episode.tool_timeout_source(tool)
     smaller = f"; the client's was {client_s:g} s" if client_s is not None else ""
     return own_s, source + smaller
+
+
+def _group(action: AgentEnvAction) -> GroupInvite | None:
+    """The GRPO group an end_turn names in its metadata, checked; None if it names none."""
+    given = action.metadata.get(GROUP_KEY)
+    if given is None:
+        return None
+    if action.kind != "end_turn":
+        raise _RefusedError(ErrorCode.BAD_REQUEST, f"only end_turn takes metadata.{GROUP_KEY}")
+    shape = f'metadata.{GROUP_KEY} is {{"key": TEXT, "size": N}} and nothing else'
+    if not isinstance(given, dict) or set(given) != {"key", "size"}:
+        raise _RefusedError(ErrorCode.BAD_REQUEST, f"{shape}; got {valid_text(repr(given))[:200]}")
+    key, size = given["key"], given["size"]
+    if not isinstance(key, str) or invalid_text(key) is not None or type(size) is not int:
+        raise _RefusedError(ErrorCode.BAD_REQUEST, f"{shape}: its key text, its size an integer")
+    try:
+        return GroupInvite(key, size)
+    except ArgumentError as exc:
+        raise _RefusedError(ErrorCode.BAD_REQUEST, f"metadata.{GROUP_KEY}: {exc}") from None
 
 
 def _left(timeout_s: float | None, started: float) -> float | None:

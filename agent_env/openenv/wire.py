@@ -7,6 +7,7 @@ from agent_env.client.wire import (
     DEADLINE_KEY as DEADLINE_KEY,
     ENDING_CODES as ENDING_CODES,
     ERROR_CODES as ERROR_CODES,
+    GROUP_KEY as GROUP_KEY,
     MAX_LABEL_LENGTH as MAX_LABEL_LENGTH,
     AgentEnvAction as AgentEnvAction,
     AgentEnvObservation as AgentEnvObservation,

@@ -9,6 +9,11 @@ of its data, or a prompt that pastes the episode's text among its instructions, 
 steer a model that follows instructions; one kept as data does not. Otherwise the verdict is
 `rule(transcript, low, high)`, the scale read from the request's JSON Schema (else its system message).
 
+A group's request (a relative judge's: the data is `{"transcripts": [{"id": N, "transcript": ...}]}`)
+is answered with one verdict per id: each transcript's score by the rule, then compared as `compare`
+says (by default `stretched`: the group's best gets full marks, the rest in proportion), or with
+`group_content` as it is (the tests of a group's answer that is no verdict).
+
 `latency_s` delays each answer; `fail_first` answers the first requests 500, `status` every request
 (500, 429, 401, ...); `garbage` answers with content that is no verdict (`GARBAGE`'s kinds) or a body
 that is no chat completion ("html"). `usage` reports tokens. It refuses a request without the bearer
@@ -42,6 +47,16 @@ OBEYED = "as instructed"
 
 Rule = Callable[[dict[str, Any], int, int], tuple[int, str]]
 """A verdict from the transcript (as JSON data) and the scale's bounds: a score and a reason."""
+Compare = Callable[[list[int], int, int], list[int]]
+"""A group's scores from each transcript's score by the rule, and the scale's bounds."""
+
+
+def stretched(scores: list[int], low: int, high: int) -> list[int]:
+    """The group's best gets full marks and the others their share of it: what sets them apart."""
+    best = max(scores)
+    if best == low:
+        return [low] * len(scores)
+    return [low + round((score - low) * (high - low) / (best - low)) for score in scores]
 
 
 def last_reply(transcript: dict[str, Any]) -> str:
@@ -98,11 +113,15 @@ class JudgeStandIn:
     fail_first: int = 0
     status: int | None = None
     garbage: str | None = None
+    compare: Compare = stretched
+    group_content: str | None = None
     usage: bool = True
     model: str = MODEL
     requests: list[dict[str, Any]] = field(default_factory=list)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
-    """Each verdict it gave, as it sent it (garbage aside)."""
+    """Each verdict it gave, as it sent it (garbage aside; a group's one by one)."""
+    groups: list[int] = field(default_factory=list)
+    """The size of each group it judged together."""
     obeyed: int = 0
     """How many verdicts followed an instruction instead of the rule."""
     most_at_once: int = 0
@@ -150,11 +169,26 @@ class JudgeStandIn:
             verdict = {"reason": OBEYED, "score": int(order[1])}
         elif transcript is None:
             verdict = {"reason": "no transcript to judge", "score": low}
+        elif isinstance(transcript.get("transcripts"), list):
+            return self._group_verdicts(transcript["transcripts"], low, high)
         else:
             score, reason = self.rule(transcript, low, high)
             verdict = {"reason": reason, "score": score}
         self.verdicts.append(verdict)
         return json.dumps(verdict)
+
+    def _group_verdicts(self, numbered: list[dict[str, Any]], low: int, high: int) -> str:
+        self.groups.append(len(numbered))
+        if self.group_content is not None:
+            return self.group_content
+        judged = [self.rule(entry["transcript"], low, high) for entry in numbered]
+        scores = self.compare([score for score, _ in judged], low, high)
+        verdicts = [
+            {"id": entry["id"], "reason": f"{reason}; beside the others: {score}", "score": score}
+            for entry, (_, reason), score in zip(numbered, judged, scores, strict=True)
+        ]
+        self.verdicts.extend(verdicts)
+        return json.dumps({"verdicts": verdicts})
 
     def _completion(self, body: dict[str, Any], content: str) -> dict[str, Any]:
         answer: dict[str, Any] = {
@@ -195,6 +229,7 @@ def _read(body: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
 
 def _scale(body: dict[str, Any]) -> tuple[int, int]:
     schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema", {})
+    schema = schema.get("properties", {}).get("verdicts", {}).get("items", schema)  # a group's
     score = schema.get("properties", {}).get("score", {})
     if "minimum" in score and "maximum" in score:
         return int(score["minimum"]), int(score["maximum"])

@@ -1,5 +1,7 @@
 """TRL's own GRPOTrainer trains a step through AgentEnv on judged tasks (the concierge example, its
-replies scored by a judge alone): each rollout's reward is the stand-in judge's verdict, normalised.
+replies scored by a judge alone): each rollout's reward is the stand-in judge's verdict, normalised;
+with a relative judge and `score_batch`, each GRPO group's rollouts are judged together, in one
+request, and each reward is its verdict beside its group's.
 
 The bundle is served in process with `AgentEnv.local(..., judge_url=...)`, its judge replaced by a
 stand-in on loopback that scores by the example's rubric as a rule (half for naming the booked room,
@@ -26,7 +28,7 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
 import torch  # noqa: E402
 from trl import GRPOTrainer  # noqa: E402
 
-from agent_env.training.trl import AgentEnv  # noqa: E402
+from agent_env.training.trl import AgentEnv, score_batch  # noqa: E402
 from agent_env.training.trl.classes import ToolsetEnvironment  # noqa: E402
 from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E402
 from tst.support.judge_stand_in import API_KEY, MODEL, JudgeStandIn, accurate_and_courteous  # noqa: E402
@@ -39,12 +41,12 @@ CONCIERGE = Path(__file__).resolve().parents[2] / "examples" / "concierge"
 GUEST = re.compile(r"this is ([A-Z][a-z]+ [A-Z][a-z]+)\.")
 
 
-def judged_alone(root: Path) -> Path:
-    """The concierge example, its tasks scored by the judge alone."""
+def judged_alone(root: Path, **judge: Any) -> Path:
+    """The concierge example, its tasks scored by the judge alone (its fields replaced by `judge`)."""
     shutil.copytree(CONCIERGE, root, ignore=shutil.ignore_patterns("__pycache__"))
     tasks = [json.loads(line) for line in (root / "tasks" / "train.jsonl").read_text().splitlines()]
     for task in tasks:
-        task["verifiers"] = [v for v in task["verifiers"] if v["type"] == "judge"]
+        task["verifiers"] = [{**v, **judge} for v in task["verifiers"] if v["type"] == "judge"]
     (root / "tasks" / "train.jsonl").write_text("".join(json.dumps(task) + "\n" for task in tasks))
     return root
 
@@ -65,13 +67,13 @@ class Concierge(ScriptedGenerate):
         return "Enjoy your stay.<|im_end|>"
 
 
-def test_grpo_trainer_s_rewards_on_judged_tasks_are_the_judge_s_verdicts(
-    serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    judge = JudgeStandIn(rule=accurate_and_courteous)
-    url = f"{serve(judge.app).url}/v1"
-    monkeypatch.setenv("AGENTENV_JUDGE_KEY", API_KEY)
-    env = AgentEnv.local(judged_alone(tmp_path / "bundle"), judge_url=url, judge_model=MODEL)
+def trained(
+    tmp_path: Path, judge: JudgeStandIn, url: str, *, relative: bool = False
+) -> tuple[GRPOTrainer, list[float | None], bool]:
+    """One GRPO step on the concierge, judged by `judge` at `url` (with `score_batch` when `relative`):
+    the trainer, the rewards get_reward handed TRL, and whether any parameter changed."""
+    fields = {"relative": True} if relative else {}
+    env = AgentEnv.local(judged_alone(tmp_path / "bundle", **fields), judge_url=url, judge_model=MODEL)
     rewards: list[float | None] = []
     original = ToolsetEnvironment.get_reward
 
@@ -91,6 +93,7 @@ def test_grpo_trainer_s_rewards_on_judged_tasks_are_the_judge_s_verdicts(
             processing_class=tokenizer,
             train_dataset=env.dataset,
             environment_factory=env.factory,
+            **({"reward_funcs": [score_batch]} if relative else {}),
         )
         before = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
         with (
@@ -100,12 +103,39 @@ def test_grpo_trainer_s_rewards_on_judged_tasks_are_the_judge_s_verdicts(
             trainer.train()
     finally:
         env.close()
+    changed = any(not torch.equal(p, before[n]) for n, p in trainer.model.named_parameters())
+    return trainer, rewards, changed
+
+
+def test_grpo_trainer_s_rewards_on_judged_tasks_are_the_judge_s_verdicts(
+    serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judge = JudgeStandIn(rule=accurate_and_courteous)
+    url = f"{serve(judge.app).url}/v1"
+    monkeypatch.setenv("AGENTENV_JUDGE_KEY", API_KEY)
+
+    trainer, rewards, changed = trained(tmp_path, judge, url)
 
     # Ada welcomed by her room; Ada unanswered; Alan told his room curtly; Alan unanswered
     assert rewards == [1.0, 0.0, 0.5, 0.0]
     assert sorted(rewards) == sorted(v["score"] / 10 for v in judge.verdicts)
     assert len(judge.requests) == 4
-    logged = trainer.state.log_history[0]
-    assert logged["reward"] == pytest.approx(0.375)
-    changed = [n for n, p in trainer.model.named_parameters() if not torch.equal(p, before[n])]
+    assert trainer.state.log_history[0]["reward"] == pytest.approx(0.375)
+    assert changed, "no parameter changed"
+
+
+def test_with_score_batch_a_relative_judge_reads_each_grpo_group_together_and_rewards_are_its_verdicts(
+    serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judge = JudgeStandIn(rule=accurate_and_courteous)
+    url = f"{serve(judge.app).url}/v1"
+    monkeypatch.setenv("AGENTENV_JUDGE_KEY", API_KEY)
+
+    trainer, rewards, changed = trained(tmp_path, judge, url, relative=True)
+
+    # alone Alan's curt answer scores 5 of 10; beside his group's unanswered rollout it is the best
+    assert rewards == [1.0, 0.0, 1.0, 0.0]
+    assert judge.groups == [2, 2] and len(judge.requests) == 2
+    assert sorted(rewards) == sorted(v["score"] / 10 for v in judge.verdicts)
+    assert trainer.state.log_history[0]["reward"] == pytest.approx(0.5)
     assert changed, "no parameter changed"

@@ -89,9 +89,14 @@ class ToolsetEnvironment(ToolMethods, metaclass=_EnvironmentClass):
         handed(reward)
         return reward
 
-    def _score(self) -> float | None:
-        """End the episode's open turns and wait for its score: `score_batch` runs these side by side."""
-        return self._rollouts.reward()
+    def _score(self, group: tuple[str, int] | None = None) -> float | None:
+        """End the episode's open turns (naming its GRPO group, if known) and wait for its score:
+        `score_batch` runs these side by side."""
+        return self._rollouts.reward(group)
+
+    def _grouping(self) -> tuple[str, str, int] | None:
+        """The server, split and index of an episode waiting to be judged beside its GRPO group."""
+        return self._rollouts.grouping()
 
     def _detach(self) -> SessionClient | None:
         return self._rollouts.detach()

@@ -48,3 +48,8 @@ class EvalResultsError(AgentEnvError, ValueError):
     """Eval results that cannot choose the tasks asked for: they measured another bundle's tasks (its
     tasks fingerprint differs) or another split, were written before a measure asked was recorded, or
     some of the split's tasks have no measure in them."""
+
+
+class GroupAcrossServersWarning(UserWarning):
+    """A GRPO group's rollouts are on several servers of a fleet, so its relative judge scores each
+    alone (`score_batch`): a judge reads a group on one server only."""

@@ -12,6 +12,7 @@ bundle's, so its tool calls and reward raise `FleetMismatchError`, which stops t
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -39,6 +40,9 @@ class _Episode:
     refused: str | None = None
     """Why the trainer will not score it though the server might (its server serves other tasks, it is
     not the row's task, its environment was closed); None while it would."""
+    held: str | None = None
+    """The last turn's reply, kept unsent when a relative judge scores the task: sent by the reward,
+    with the episode's GRPO group when `score_batch` knows it (`agent_env.judges.groups`)."""
     ending: Answer[AgentEnvObservation] | None = None
     """The last turn's end, sent and not yet read: its answer (the verifiers' score) is waited for by
     the reward, so that scoring runs while the trainer goes on."""
@@ -100,12 +104,28 @@ class Rollouts:
         with self._lock:
             episode = self._playing("end the turn")
             if episode.played.in_last_turn and self._session is not None:
-                episode.ending = episode.played.send_end_turn(reply)
+                if episode.played.judged_in_groups:
+                    episode.held = reply
+                else:
+                    episode.ending = episode.played.send_end_turn(reply)
                 return TASK_OVER
             return next_prompt(self._step(episode, lambda: episode.played.end_turn(reply)))
 
-    def reward(self) -> float | None:
-        """End the turns left open with an empty reply, then the score; None if it cannot be scored.
+    def grouping(self) -> tuple[str, str, int] | None:
+        """Where the episode waits to be judged beside its GRPO group: its server, split and index;
+        None when it does not (no relative judge, or it ended)."""
+        with self._lock:
+            episode = self._episode
+            if episode is None or episode.ending is not None or episode.played.done:
+                return None
+            self._deployed(episode)
+            if episode.ended is not None or not episode.played.judged_in_groups:
+                return None
+            return episode.url, episode.played.split, episode.played.index
+
+    def reward(self, group: tuple[str, int] | None = None) -> float | None:
+        """End the turns left open (the last with its held reply, else an empty one), naming `group`,
+        the episode's GRPO group (key, size), if known; then the score, None if it cannot be scored.
         Asked again, the same score at once."""
         with self._lock:
             episode = self._episode
@@ -117,8 +137,9 @@ class Rollouts:
                 with contextlib.suppress(ToolCallError):  # scored below with an empty reply
                     self._step(episode, lambda: episode.played.received(ending))
             while episode.ended is None and not episode.played.done:
+                reply, episode.held = episode.held or "", None
                 try:
-                    self._step(episode, lambda: episode.played.end_turn(""))
+                    self._step(episode, functools.partial(episode.played.end_turn, reply, group=group))
                 except ToolCallError:
                     break
             return None if episode.ended is not None else episode.played.reward
@@ -146,7 +167,7 @@ class Rollouts:
         self._deployed(episode)
         if episode.ended is not None:
             raise ToolCallError(f"cannot {what}: {episode.ended}")
-        if episode.played.done or episode.ending is not None:
+        if episode.played.done or episode.ending is not None or episode.held is not None:
             raise ToolCallError(f"cannot {what}: the task is over (its last turn ended)")
         return episode
 

@@ -19,10 +19,16 @@ RUBRIC = "Polite: the reply thanks the reader."
 
 
 def judged_bundle(
-    root: Path, url: str, *, verifiers: Sequence[dict[str, Any]] | None = None, **judge: Any
+    root: Path,
+    url: str,
+    *,
+    verifiers: Sequence[dict[str, Any]] | None = None,
+    code: str | None = None,
+    **judge: Any,
 ) -> Path:
     """The shelf bundle with `[judges.tone]` at `url` (its fields replaced by `judge`), and one task
-    that puts Dune on the shelf, scored by `verifiers` (default: the judge alone)."""
+    that puts Dune on the shelf, scored by `verifiers` (default: the judge alone), with `code` as its
+    verifiers.py."""
     fields = {"url": url, "model": MODEL, "api_key_env": KEY_VARIABLE, "rubric": RUBRIC, **judge}
     table = "\n".join(f"{name} = {_toml(value)}" for name, value in fields.items() if value is not None)
     toml = (
@@ -36,7 +42,8 @@ def judged_bundle(
         + f"\n[judges.tone]\n{table}\n"
     )
     checks = list(verifiers) if verifiers is not None else [{"type": "judge", "judge": "tone"}]
-    return make_bundle(root, toml=toml, envs={"shelf": SHELF}, tasks={"train": [a_task(verifiers=checks)]})
+    tasks = {"train": [a_task(verifiers=checks)]}
+    return make_bundle(root, toml=toml, envs={"shelf": SHELF}, tasks=tasks, verifiers=code)
 
 
 def _toml(value: Any) -> str:

@@ -17,31 +17,47 @@ KEY = "ab" + "0" * 62
 
 def test_memory_keeps_the_most_recently_used_verdicts_up_to_its_bound():
     cache = VerdictCache(max_entries=2)
-    cache.remember("a", Verdict(1, "a"))
-    cache.remember("b", Verdict(2, "b"))
+    cache.remember("a", [Verdict(1, "a")])
+    cache.remember("b", [Verdict(2, "b")])
     cache.remembered("a")  # now the most recent
-    cache.remember("c", Verdict(3, "c"))
+    cache.remember("c", [Verdict(3, "c")])
 
     assert cache.remembered("b") is None
-    assert cache.remembered("a") == Verdict(1, "a") and cache.remembered("c") == Verdict(3, "c")
+    assert cache.remembered("a") == [Verdict(1, "a")] and cache.remembered("c") == [Verdict(3, "c")]
 
 
 def test_a_verdict_written_to_the_folder_is_read_back_by_another_cache(tmp_path: Path):
-    VerdictCache(tmp_path).write(KEY, Verdict(7, "Polite."))
+    VerdictCache(tmp_path).write(KEY, [Verdict(7, "Polite.")])
 
-    assert VerdictCache(tmp_path).read(KEY) == Verdict(7, "Polite.")
+    assert VerdictCache(tmp_path).read(KEY) == [Verdict(7, "Polite.")]
     assert (tmp_path / "ab" / f"{KEY}.json").is_file()
     assert [p.name for p in (tmp_path / "ab").iterdir()] == [f"{KEY}.json"]  # nothing left aside
 
 
+def test_a_group_s_verdicts_are_kept_together_in_their_order(tmp_path: Path):
+    group = [Verdict(9, "Best of the group."), Verdict(2, "Curt."), Verdict(5, "Plain.")]
+    VerdictCache(tmp_path).write(KEY, group)
+
+    assert VerdictCache(tmp_path).read(KEY) == group
+
+
 def test_without_a_folder_nothing_is_read_or_written(tmp_path: Path):
     cache = VerdictCache()
-    cache.write(KEY, Verdict(7, "x"))
+    cache.write(KEY, [Verdict(7, "x")])
 
     assert cache.read(KEY) is None
 
 
-@pytest.mark.parametrize("content", ["not json", '{"score": "7", "reason": "x"}', '{"reason": "x"}'])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "not json",
+        '{"verdicts": [{"score": "7", "reason": "x"}]}',
+        '{"verdicts": [{"reason": "x"}]}',
+        '{"verdicts": []}',
+        '{"score": 7, "reason": "x"}',
+    ],
+)
 def test_a_file_that_is_not_a_verdict_is_a_miss_and_logged(
     tmp_path: Path, content: str, caplog: pytest.LogCaptureFixture
 ):
@@ -60,5 +76,5 @@ def test_a_folder_that_cannot_be_written_keeps_the_verdict_in_memory_alone(
     blocked.write_text("a file where the folder would be")
 
     with caplog.at_level(logging.WARNING, logger="agent_env.judges"):
-        VerdictCache(blocked).write(KEY, Verdict(7, "x"))
+        VerdictCache(blocked).write(KEY, [Verdict(7, "x")])
     assert "cannot write" in caplog.text

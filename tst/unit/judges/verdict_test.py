@@ -1,12 +1,15 @@
 """A judge's answer is read strictly: one JSON object with a reason and an integer score on the scale,
-nothing around it, no other key, no key twice; anything else is no verdict, saying what it was."""
+nothing around it, no other key, no key twice; a group's, exactly one such verdict per transcript's
+id; anything else is no verdict, saying what it was."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from agent_env.judges.settings import JudgeScale
-from agent_env.judges.verdict import MAX_REASON_CHARS, Verdict, VerdictError, read_verdict
+from agent_env.judges.verdict import MAX_REASON_CHARS, Verdict, VerdictError, read_verdict, read_verdicts
 from tst.support.judge_answers import GARBAGE
 
 SCALE = JudgeScale(min=1, max=5)
@@ -73,3 +76,51 @@ def test_a_reason_past_its_bound_is_kept_cut():
 
 def test_a_long_unreadable_answer_is_quoted_only_in_part():
     assert len(str(refused("x" * 10_000))) < 400
+
+
+def group(*entries: object) -> str:
+    return json.dumps({"verdicts": list(entries)})
+
+
+def test_a_group_s_answer_is_one_verdict_per_transcript_in_the_order_of_their_ids():
+    answer = group({"id": 2, "reason": "curt", "score": 2}, {"score": 5, "reason": "best", "id": 1})
+
+    assert read_verdicts(answer, SCALE, 2) == [Verdict(5, "best"), Verdict(2, "curt")]
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (group({"id": 1, "reason": "a", "score": 5}), "answered 1 verdicts for 2 transcripts"),
+        (
+            group({"id": 1, "reason": "a", "score": 5}, {"id": 1, "reason": "b", "score": 2}),
+            "two verdicts for transcript 1",
+        ),
+        (
+            group({"id": 1, "reason": "a", "score": 5}, {"id": 3, "reason": "b", "score": 2}),
+            "the id 3, not one of 1 to 2",
+        ),
+        (group({"id": 1, "reason": "a", "score": 5}, {"reason": "b", "score": 2}), "a verdict without an id"),
+        (
+            group({"id": 1, "reason": "a", "score": 5}, {"id": 2, "reason": "b", "score": 2, "x": 1}),
+            "for transcript 2 'x' too",
+        ),
+        ('{"verdicts": "all fine"}', "answered str for 2 transcripts"),
+        ('{"reason": "a", "score": 5}', "answered no 'verdicts', 'reason' too, 'score' too"),
+    ],
+)
+def test_a_group_s_answer_that_is_not_exactly_one_verdict_per_id_is_no_verdict_saying_why(
+    answer: str, said: str
+):
+    with pytest.raises(VerdictError) as caught:
+        read_verdicts(answer, SCALE, 2)
+    assert caught.value.kind == "unreadable" and said in str(caught.value)
+
+
+def test_a_score_off_the_scale_in_a_group_names_its_transcript():
+    answer = group({"id": 1, "reason": "a", "score": 5}, {"id": 2, "reason": "b", "score": 9})
+
+    with pytest.raises(VerdictError) as caught:
+        read_verdicts(answer, SCALE, 2)
+    assert caught.value.kind == "off_scale"
+    assert "for transcript 2 the score 9, off its scale of 1 to 5" in str(caught.value)

@@ -1,9 +1,11 @@
 """A served bundle whose task is judged, played over the WebSocket as a trainer plays it: the reward
 is the judge's verdict, an episode whose judge fails is unscorable (no reward), and `/metrics`
-counts the judgements by outcome, the seconds the endpoint took and the tokens it counted."""
+counts the judgements by outcome, the seconds the endpoint took and the tokens it counted; a relative
+judge reads a GRPO group's episodes together when their last end_turns name the group."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +91,74 @@ def test_a_bundle_whose_judge_has_no_endpoint_is_refused_before_it_serves(tmp_pa
 
     with pytest.raises(ArgumentError, match="judge 'tone' has no endpoint"):
         build_app(root)
+
+
+def test_a_group_s_episodes_on_their_own_sessions_are_judged_together_when_their_last_end_turns_name_it(
+    serve: Serve, connect: Connect, tmp_path: Path
+):
+    stand_in = JudgeStandIn(rule=contains("thank"))
+    url = f"{serve(stand_in.app).url}/v1"
+    server = serve(build_app(judged_bundle(tmp_path, url, relative=True)))
+    players = [connect(server.url), connect(server.url)]
+    started = [player.reset(split="train", index=0) for player in players]
+    for player in players:
+        player.step(AgentEnvAction.call_tool("put_book", {"title": "Dune"}).wire())
+
+    replies = ["Shelved, thank you!", "Shelved."]
+    with ThreadPoolExecutor(2) as pool:
+        ends = list(
+            pool.map(
+                lambda player, reply: player.step(AgentEnvAction.end_turn(reply, group=("g-1", 2)).wire()),
+                players,
+                replies,
+            )
+        )
+
+    assert all(start.observation["judged_in_groups"] is True for start in started)
+    assert [end.reward for end in ends] == [1.0, 0.0]
+    assert stand_in.groups == [2] and len(stand_in.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("group", "said"),
+    [
+        ({"key": "g", "size": 1}, "a group's size is 2 to 64 rollouts, got 1"),
+        ({"key": "g", "size": 2, "extra": 1}, 'metadata.group is {"key": TEXT, "size": N} and nothing else'),
+        ({"key": 7, "size": 2}, "its key text, its size an integer"),
+        ({"key": "g", "size": True}, "its key text, its size an integer"),
+        ("g", 'metadata.group is {"key": TEXT, "size": N}'),
+    ],
+)
+def test_a_malformed_group_is_refused_saying_its_shape_and_the_turn_stays_open(
+    serve: Serve, connect: Connect, tmp_path: Path, group: Any, said: str
+):
+    server = serve(build_app(judged_bundle(tmp_path, "http://127.0.0.1:9/v1", relative=True)))
+    player = connect(server.url)
+    player.reset(split="train", index=0)
+
+    refused = player.step({"kind": "end_turn", "reply": "Shelved.", "metadata": {"group": group}})
+    listed = player.step(AgentEnvAction.list_tools().wire())
+
+    assert (
+        refused.observation["error"]["code"] == "BAD_REQUEST"
+        and said in refused.observation["error"]["message"]
+    )
+    assert not refused.done and listed.observation["turn"] == 1
+
+
+def test_only_end_turn_names_a_group(serve: Serve, connect: Connect, tmp_path: Path):
+    server = serve(build_app(judged_bundle(tmp_path, "http://127.0.0.1:9/v1")))
+    player = connect(server.url)
+    started = player.reset(split="train", index=0)
+
+    refused = player.step(
+        {
+            "kind": "call_tool",
+            "tool": "put_book",
+            "arguments": {"title": "Dune"},
+            "metadata": {"group": {"key": "g", "size": 2}},
+        }
+    )
+
+    assert started.observation["judged_in_groups"] is False
+    assert "only end_turn takes metadata.group" in refused.observation["error"]["message"]
