@@ -3,8 +3,9 @@
 A task's `{"type": "judge", ...}` verifier (`agent_env.verifiers.JudgeCheck`), alone or naming a judge
 the bundle shares (`[judges.NAME]` in bundle.toml, `JudgeConfig`), is resolved at load into a `Judge`;
 `Judging` asks it (the cache, each endpoint's bound, the observers), through any OpenAI-compatible
-endpoint with the `openai` client (the `judge` extra), imported only when a judgement is asked. The
-guide is docs/guides/judges.md.
+endpoint with the `openai` client (the `judge` extra), imported only when a judgement is asked. A
+relative judge reads a GRPO group's episodes together (`agent_env.judges.groups`). The guide is
+docs/guides/judges.md.
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ import typing as _typing
 from agent_env._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
+    from agent_env.judges.groups import (
+        GroupInvite as GroupInvite,
+        GroupSeat as GroupSeat,
+        JudgeGroups as JudgeGroups,
+    )
     from agent_env.judges.judging import (
         JudgeCall as JudgeCall,
         JudgeError as JudgeError,
@@ -30,6 +36,7 @@ else:
     _lazy_exports(
         __name__,
         {
+            "agent_env.judges.groups": ["GroupInvite", "GroupSeat", "JudgeGroups"],
             "agent_env.judges.judging": ["JudgeCall", "JudgeError", "JudgeObserver", "Judging"],
             "agent_env.judges.settings": ["Judge", "JudgeConfig", "JudgeScale"],
             "agent_env.judges.verdict": ["Verdict"],
