@@ -17,6 +17,11 @@ if _typing.TYPE_CHECKING:
     from agent_env.atif import AtifExport as AtifExport, export_atif as export_atif, to_atif as to_atif
     from agent_env.bundle import Bundle as Bundle, load_bundle as load_bundle
     from agent_env.contexts import VerifierContext as VerifierContext
+    from agent_env.curriculum import (
+        Curriculum as Curriculum,
+        CurriculumPolicy as CurriculumPolicy,
+        TaskRecord as TaskRecord,
+    )
     from agent_env.env import Env as Env, EnvSpec as EnvSpec
     from agent_env.episode import Episode as Episode, EpisodeState as EpisodeState, TurnResult as TurnResult
     from agent_env.errors import (
@@ -88,6 +93,9 @@ if _typing.TYPE_CHECKING:
     )
     from agent_env.specs import (
         AccessChange as AccessChange,
+        CurriculumDraw as CurriculumDraw,
+        CurriculumDrawn as CurriculumDrawn,
+        CurriculumScore as CurriculumScore,
         ScriptedCall as ScriptedCall,
         ScriptedTurn as ScriptedTurn,
         Solution as Solution,
@@ -163,8 +171,12 @@ else:
                 "sandbox_provider",
             ],
             "agent_env.served": ["ServedTasks", "ServedTask", "served_tasks"],
+            "agent_env.curriculum": ["Curriculum", "CurriculumPolicy", "TaskRecord"],
             "agent_env.specs": [
                 "AccessChange",
+                "CurriculumDraw",
+                "CurriculumDrawn",
+                "CurriculumScore",
                 "Solution",
                 "ScriptedCall",
                 "ScriptedTurn",

@@ -204,6 +204,42 @@ class SolutionSpec(BaseModel):
     script: Solution
 
 
+class CurriculumDraw(BaseModel):
+    """A GRPO group's task asked of the server's online curriculum (`agent_env.curriculum`): the run
+    (a key of the trainer's), the split, the group (a key of the trainer's, the same for each of the
+    group's rollouts: each gets the same task), and the policy and seed the run's curriculum starts
+    with at its first draw."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run: str = Field(min_length=1, max_length=128)
+    split: str = Field(min_length=1, max_length=256)
+    group: str = Field(min_length=1, max_length=128)
+    policy: dict[str, float] = Field(default_factory=dict)
+    seed: int = 0
+
+
+class CurriculumDrawn(BaseModel):
+    """The task drawn for a group: its index in the split, its id and its prompt."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    task_id: str
+    prompt: list[dict[str, str]]
+
+
+class CurriculumScore(BaseModel):
+    """One rollout's score, told to the run's curriculum for the group it was drawn for."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run: str = Field(min_length=1, max_length=128)
+    split: str = Field(min_length=1, max_length=256)
+    group: str = Field(min_length=1, max_length=128)
+    score: float = Field(ge=0, le=1, allow_inf_nan=False)
+
+
 def tasks_fingerprint(splits: Mapping[str, Sequence[TaskSpec]], *, content: str | None = None) -> str:
     """What decides a server's tasks and their scores, as one digest: every task spec its Task API
     lists, split by split, and `content`, the digest of the files they come from (a loaded bundle's

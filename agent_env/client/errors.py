@@ -16,3 +16,8 @@ class ServerAtCapacityError(AgentEnvError, RuntimeError):
 
 class UnknownSplitError(AgentEnvError, ValueError):
     """The server serves no split of that name."""
+
+
+class CurriculumError(AgentEnvError, ValueError):
+    """The server's online curriculum refused a request: a group it never drew, a run it does not
+    hold, a policy other than the run's, a saved state that is not one."""

@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 from pydantic import TypeAdapter
 
-from agent_env.client.errors import ServerUnavailableError, UnknownSplitError
+from agent_env.client.errors import CurriculumError, ServerUnavailableError, UnknownSplitError
 from agent_env.client.tokens import TOKEN_VARIABLE, bearer
-from agent_env.specs import SolutionSpec, TaskSpec
+from agent_env.specs import CurriculumDraw, CurriculumDrawn, CurriculumScore, SolutionSpec, TaskSpec
 
 _TASKS: TypeAdapter[list[TaskSpec]] = TypeAdapter(list[TaskSpec])
 _SOLUTIONS: TypeAdapter[list[SolutionSpec]] = TypeAdapter(list[SolutionSpec])
@@ -59,8 +59,43 @@ class TaskAPI:
             )
         return _SOLUTIONS.validate_python(_ok(response).json()["solutions"])
 
+    def curriculum_draw(self, request: CurriculumDraw) -> CurriculumDrawn:
+        """The task the server's online curriculum draws for a GRPO group (the same for each asking
+        with the group's key)."""
+        path = f"/{self.env_name}/curriculum/draw"
+        answer = self._curriculum("POST", path, json=request.model_dump())
+        return CurriculumDrawn.model_validate(answer)
+
+    def curriculum_score(self, request: CurriculumScore) -> None:
+        """Tell the run's curriculum one rollout's score."""
+        self._curriculum("POST", f"/{self.env_name}/curriculum/scores", json=request.model_dump())
+
+    def curriculum_state(self, run: str) -> dict[str, Any]:
+        """The run's curricula, as a checkpoint keeps them."""
+        state: dict[str, Any] = self._curriculum("GET", f"/{self.env_name}/curriculum/{run}")
+        return state
+
+    def curriculum_restore(self, run: str, state: dict[str, Any]) -> None:
+        """Set the run's curricula to a saved state."""
+        self._curriculum("PUT", f"/{self.env_name}/curriculum/{run}", json=state)
+
     def close(self) -> None:
         self._http.close()
+
+    def _curriculum(self, method: str, path: str, **options: Any) -> Any:
+        response = self._request(method, path, **options)
+        if response.status_code == httpx.codes.NOT_FOUND and _detail(response) == "Not Found":
+            raise ServerUnavailableError(
+                f"the server at {self.url} holds no online curriculum ({method} {path}: 404): serve the "
+                "bundle with this version of agent_env"
+            )
+        if response.status_code in (
+            httpx.codes.NOT_FOUND,
+            httpx.codes.CONFLICT,
+            httpx.codes.UNPROCESSABLE_ENTITY,
+        ):
+            raise CurriculumError(f"the server's curriculum refused {method} {path}: {_detail(response)}")
+        return _ok(response).json()
 
     def _get(self, path: str, *, what: str = "") -> Any:
         response = self._request("GET", path)

@@ -19,9 +19,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, HTTPException, Response, status
 from fastapi.exceptions import RequestValidationError
@@ -38,6 +39,7 @@ from agent_env.judges.judging import Judging
 from agent_env.openenv.auth import OwnHostsOnly, RequireToken
 from agent_env.openenv.bodies import BoundedBodies, validation_refused
 from agent_env.openenv.context import ServerContext
+from agent_env.openenv.curricula import Curricula, CurriculumRefusedError
 from agent_env.openenv.disconnects import WatchDisconnects
 from agent_env.openenv.environment import AgentEnvEnvironment
 from agent_env.openenv.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, ServerMetrics
@@ -51,7 +53,7 @@ from agent_env.sandbox.by_task import SandboxesByTask
 from agent_env.sandbox.pool import PoolStatus, WarmPool
 from agent_env.sandbox.registry import server_provider
 from agent_env.served import ServedTasks, served_tasks
-from agent_env.specs import SolutionSpec, tasks_fingerprint
+from agent_env.specs import CurriculumDraw, CurriculumDrawn, CurriculumScore, SolutionSpec, tasks_fingerprint
 
 DEFAULT_MAX_CONCURRENT_ENVS = 64
 """Sessions one server holds at once unless `max_concurrent_envs=` or `MAX_CONCURRENT_ENVS` says otherwise."""
@@ -70,6 +72,10 @@ SERVED_ROUTES: dict[str, str] = {
     "POST /{env_name}/task": "the Task API: one task spec",
     "POST /{env_name}/task_range": "the Task API: a range of task specs",
     "POST /{env_name}/solutions": "the Task API: a split's reference plays (solutions/SPLIT.jsonl)",
+    "POST /{env_name}/curriculum/draw": "the online curriculum: a GRPO group's task (`agent_env.curriculum`)",
+    "POST /{env_name}/curriculum/scores": "the online curriculum: one rollout's score, for its group",
+    "GET /{env_name}/curriculum/{run}": "the online curriculum: a run's state, as a checkpoint keeps it",
+    "PUT /{env_name}/curriculum/{run}": "the online curriculum: a run's state restored from a checkpoint",
     "GET /{env_name}/status": "what the server holds now: connections, episodes, sessions by kind",
     "GET /metrics": "the same and what episodes did, for Prometheus (`agent_env.openenv.metrics`)",
     "GET /openapi.json": "the HTTP routes' OpenAPI schema",
@@ -257,7 +263,8 @@ def build_served_app(
             tasks_fingerprint=context.fingerprint,
         )
 
-    metrics = ServerMetrics(status_now, recorder, skipped_tasks=skipped_tasks)
+    curricula = Curricula(served)
+    metrics = ServerMetrics(status_now, recorder, skipped_tasks=skipped_tasks, curricula=curricula)
     if judging is not None:
         judging.observe(metrics.judged)
     context = ServerContext(
@@ -332,8 +339,47 @@ def build_served_app(
             env_name=context.name, solutions=AgentEnvEnvironment(context).list_solutions(request.split)
         )
 
+    def _ours(env_name: str) -> None:
+        if env_name.lower() != context.name.lower():
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"unknown environment {env_name!r}")
+
+    @app.post("/{env_name}/curriculum/draw", tags=["Curriculum"])
+    async def curriculum_draw(env_name: str, request: CurriculumDraw) -> CurriculumDrawn:
+        _ours(env_name)
+        with _refused_as_http():
+            return curricula.draw(request)
+
+    @app.post("/{env_name}/curriculum/scores", tags=["Curriculum"])
+    async def curriculum_score(env_name: str, request: CurriculumScore) -> dict[str, bool]:
+        _ours(env_name)
+        with _refused_as_http():
+            curricula.record(request)
+        return {"recorded": True}
+
+    @app.get("/{env_name}/curriculum/{run}", tags=["Curriculum"])
+    async def curriculum_state(env_name: str, run: str) -> dict[str, Any]:
+        _ours(env_name)
+        with _refused_as_http():
+            return curricula.state(run)
+
+    @app.put("/{env_name}/curriculum/{run}", tags=["Curriculum"])
+    async def curriculum_restore(env_name: str, run: str, state: dict[str, Any]) -> dict[str, bool]:
+        _ours(env_name)
+        with _refused_as_http():
+            curricula.restore(run, state)
+        return {"restored": True}
+
     _serve_only_listed(app)
     return app
+
+
+@contextlib.contextmanager
+def _refused_as_http() -> Iterator[None]:
+    """A curriculum request refused, as the HTTP error that says why."""
+    try:
+        yield
+    except CurriculumRefusedError as refused:
+        raise HTTPException(refused.status, str(refused)) from None
 
 
 def _refuse_attaching(app: FastAPI) -> None:

@@ -8,8 +8,9 @@ counters match the episode log line for line. The tasks its bundle's load skippe
 not load (`skip_broken_tasks`), are a gauge set once. With a recorder, what it wrote and every trajectory it
 lost (by reason) are read from it at each scrape. Each judgement a `judge` verifier asks is counted as
 it ends (`judged`, an observer of the server's `Judging`): by outcome (ok, cached, failed and why), the
-seconds its endpoint took, and the tokens it counted. Each server has a registry of its own, so two
-servers in one process never mix their figures.
+seconds its endpoint took, and the tokens it counted. Each online curriculum's state per task (plays,
+mean, spread, signal, draws, last drawn) is read from the server's curricula at each scrape. Each
+server has a registry of its own, so two servers in one process never mix their figures.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from agent_env.judges.judging import FAILURES, JudgeCall
+from agent_env.openenv.curricula import Curricula
 from agent_env.openenv.wire import SessionCounts
 from agent_env.recording import DROP_REASONS, TrajectoryRecorder
 from agent_env.sandbox.pool import PoolStatus
@@ -71,6 +73,7 @@ class ServerMetrics:
         recorder: TrajectoryRecorder | None = None,
         *,
         skipped_tasks: int = 0,
+        curricula: Curricula | None = None,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         Gauge(
@@ -132,6 +135,8 @@ class ServerMetrics:
         self.registry.register(_Holding(holding))
         if recorder is not None:
             self.registry.register(_Recording(recorder))
+        if curricula is not None:
+            self.registry.register(_Curricula(curricula))
 
     def count(self, trajectory: Trajectory) -> None:
         """Count an episode that is gone, from its trajectory."""
@@ -163,6 +168,40 @@ class ServerMetrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _Curricula(Collector):
+    """Each online curriculum's state per task (`agent_env.curriculum`), read at each scrape."""
+
+    FIGURES = (
+        ("plays", "Scores the task's groups got (rollouts scored)."),
+        ("mean", "The mean of the task's scores."),
+        ("spread", "The standard deviation of the task's scores."),
+        ("signal", "The chance that the task's next group's scores differ, from its recent groups."),
+        ("draws", "Groups the curriculum drew the task for."),
+        ("last_drawn", "The draw (counted from 1 in the run) that last picked the task; 0: never."),
+    )
+
+    def __init__(self, curricula: Curricula) -> None:
+        self._curricula = curricula
+
+    def describe(self) -> list[Metric]:
+        return list(self._families().values())
+
+    def collect(self) -> Iterator[Metric]:
+        families = self._families()
+        for run, split, task, row in self._curricula.rows():
+            for name, family in families.items():
+                family.add_metric([run, split, task], float(row[name] or 0))
+        yield from families.values()
+
+    def _families(self) -> dict[str, GaugeMetricFamily]:
+        return {
+            name: GaugeMetricFamily(
+                f"agent_env_curriculum_task_{name}", text, labels=["run", "split", "task"]
+            )
+            for name, text in self.FIGURES
+        }
 
 
 class _Holding(Collector):

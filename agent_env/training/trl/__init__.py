@@ -34,7 +34,9 @@ from agent_env.training.trl.agentenv import (  # noqa: E402
 )
 from agent_env.training.trl.batch import score_batch  # noqa: E402
 from agent_env.training.trl.classes import ToolsetEnvironment, ToolsetSettings  # noqa: E402
+from agent_env.training.trl.curriculum import OnlineCurriculum  # noqa: E402
 from agent_env.training.trl.errors import (  # noqa: E402
+    CurriculumError,
     DemonstrationError,
     DemonstrationWarning,
     EvalResultsError,
@@ -56,6 +58,7 @@ __all__ = [
     "GRACE_S",
     "TASK_OVER",
     "AgentEnv",
+    "CurriculumError",
     "DemonstrationError",
     "DemonstrationWarning",
     "EvalResultsError",
@@ -64,6 +67,7 @@ __all__ = [
     "FleetSettings",
     "GroupAcrossServersWarning",
     "GroupsWithSignal",
+    "OnlineCurriculum",
     "ServerAtCapacityError",
     "ServerUnavailableError",
     "ToolCallError",

@@ -31,6 +31,7 @@ from agent_env.client.session import GRACE_S
 from agent_env.client.taskapi import TaskAPI
 from agent_env.client.tools import offered_tools
 from agent_env.client.wire import MAX_LABEL_LENGTH
+from agent_env.curriculum import CurriculumPolicy
 from agent_env.names import TRAINER_METHODS
 from agent_env.specs import TaskSpec
 from agent_env.training.trl.classes import (
@@ -39,6 +40,7 @@ from agent_env.training.trl.classes import (
     close_instances,
     environment_class,
 )
+from agent_env.training.trl.curriculum import DEFAULT_ROWS, OnlineCurriculum, curriculum_rows
 from agent_env.training.trl.demonstrations import (
     dataset_of,
     dataset_of_plays,
@@ -302,6 +304,29 @@ class AgentEnv:
             )
         multi = len(toolsets) > 1
         return Dataset.from_list([_row(task, multi) for task in tasks])
+
+    def curriculum(
+        self,
+        split: str | None = None,
+        *,
+        policy: CurriculumPolicy | None = None,
+        seed: int = 0,
+        rows: int = DEFAULT_ROWS,
+    ) -> OnlineCurriculum:
+        """An online curriculum over a split's tasks (default: the AgentEnv's): the server draws each
+        GRPO group's task from the scores it has seen (`agent_env.curriculum`; `policy` its knobs,
+        `seed` its draws). Train on its `dataset` (`rows` rows, each a slot, none a task) with this
+        factory, and pass its `callback` to the trainer."""
+        from datasets import Dataset
+
+        split = split or self.split
+        tasks = self._split_tasks(split)
+        if split != self.split:
+            self._toolsets()  # the factory's toolsets: the curriculum's tasks must be of one of them
+        run = uuid.uuid4().hex
+        chosen = policy or CurriculumPolicy()
+        dataset = Dataset.from_list(curriculum_rows(tasks, run, chosen, seed, rows))
+        return OnlineCurriculum(dataset, self._fleet.settings, run, split, tasks)
 
     def demonstrations(self, split: str = "train", *, strict: bool = False) -> Dataset:
         """The split's reference plays as conversations for TRL's `SFTTrainer`: a warm-up before GRPO.

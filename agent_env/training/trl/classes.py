@@ -73,9 +73,10 @@ class ToolsetEnvironment(ToolMethods, metaclass=_EnvironmentClass):
         self._rollouts = Rollouts(fleet, settings.deadlines, label=settings.label)
         _track(settings.key, self)
 
-    def reset(self, **row: Any) -> None:
-        """Start the row's task (its `split` and `index`); returns at once, while the task deploys."""
-        self._rollouts.reset(row)
+    def reset(self, **row: Any) -> str | None:
+        """Start the row's task (its `split` and `index`, or, for an online curriculum's row, the task
+        drawn for its group, whose first message it returns); returns while the task deploys."""
+        return self._rollouts.reset(row)
 
     def _end_turn(self, reply: str) -> str:
         return self._rollouts.end_turn(reply)

@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 from agent_env._errors import AgentEnvError
-from agent_env.client.errors import ServerAtCapacityError, ServerUnavailableError, UnknownSplitError
+from agent_env.client.errors import (
+    CurriculumError,
+    ServerAtCapacityError,
+    ServerUnavailableError,
+    UnknownSplitError,
+)
 from agent_env.client.signatures import UnsupportedToolError
 
 __all__ = [
+    "CurriculumError",
     "DemonstrationError",
     "DemonstrationWarning",
     "EvalResultsError",
     "FleetMismatchError",
+    "GroupAcrossServersWarning",
     "ServerAtCapacityError",
     "ServerUnavailableError",
     "ToolCallError",

@@ -25,6 +25,7 @@ from agent_env.client.loop import Answer
 from agent_env.client.session import ServerRefusedError, SessionClient, SessionLostError
 from agent_env.client.tools import TASK_OVER
 from agent_env.client.wire import AgentEnvObservation
+from agent_env.training.trl.curriculum import asked_by, draw, report
 from agent_env.training.trl.errors import FleetMismatchError, ToolCallError
 from agent_env.training.trl.fleet import Fleet
 
@@ -46,6 +47,9 @@ class _Episode:
     ending: Answer[AgentEnvObservation] | None = None
     """The last turn's end, sent and not yet read: its answer (the verifiers' score) is waited for by
     the reward, so that scoring runs while the trainer goes on."""
+    curriculum: tuple[str, str, str] | None = None
+    """The run, split and group key of a task the online curriculum drew; its score goes back to it."""
+    reported: bool = False
     stops_run: bool = False
     """Its single server serves other tasks or bundle content than the run (`refused` says which): every
     call on it raises, for no reward there is the run's."""
@@ -72,9 +76,18 @@ class Rollouts:
         self._episode: _Episode | None = None
         self._closed = False
 
-    def reset(self, row: Mapping[str, Any]) -> None:
-        """Send the reset for the row's task; the episode deploys while TRL goes on."""
-        split, index, prompt = _task_of(row)
+    def reset(self, row: Mapping[str, Any]) -> str | None:
+        """Send the reset for the row's task; the episode deploys while TRL goes on. A curriculum row's
+        task is drawn first, and its first message returned: TRL appends it to the row's prompt."""
+        asked = asked_by(row)
+        drawn: tuple[str, str, str] | None = None
+        opening: str | None = None
+        if asked is None:
+            split, index, prompt = _task_of(row)
+        else:
+            group, task = draw(self._fleet.settings, asked)
+            split, index, prompt = asked.split, task.index, list(task.prompt)
+            drawn, opening = (asked.run, asked.split, group), task.prompt[-1]["content"]
         with self._lock:
             if self._closed:
                 raise StateError(
@@ -87,7 +100,8 @@ class Rollouts:
             self._episode = None
             session = self._open_session()
             played = ClientEpisode.reset(session, split, index, self._deadlines, label=self._label)
-            self._episode = _Episode(played, prompt, session.url)
+            self._episode = _Episode(played, prompt, session.url, curriculum=drawn)
+        return opening
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
         with self._lock:
@@ -142,7 +156,11 @@ class Rollouts:
                     self._step(episode, functools.partial(episode.played.end_turn, reply, group=group))
                 except ToolCallError:
                     break
-            return None if episode.ended is not None else episode.played.reward
+            reward = None if episode.ended is not None else episode.played.reward
+            if reward is not None and episode.curriculum is not None and not episode.reported:
+                episode.reported = True
+                report(self._fleet.settings, *episode.curriculum, reward)
+            return reward
 
     def detach(self) -> SessionClient | None:
         """Refuse later resets, and hand over the session to close (the server then tears down its
