@@ -46,12 +46,12 @@ class CurriculumPolicy:
 
     explore: float = 0.25
     """The chance that a draw picks a task never played, while any is left."""
-    sharpness: float = 4.0
+    sharpness: float = 2.0
     """How strongly a task's signal sets its weight: 1 draws in proportion to it; higher favours the
     tasks most likely to give signal."""
-    floor: float = 0.02
+    floor: float = 0.01
     """The least weight of a task played already: each is drawn again now and then."""
-    memory: float = 0.7
+    memory: float = 0.8
     """What a task's earlier groups still count when another of its groups starts (1: all alike)."""
 
     def __post_init__(self) -> None:
