@@ -345,9 +345,10 @@ class Episode:
         """The episode's seat in its group, when it has one and a relative judge to be judged by."""
         if group is None or not self.task.judged_in_groups:
             return None
+        from agent_env.judges.groups import seat
         from agent_env.judges.judging import default_judging
 
-        return (self.judging or default_judging()).seat(group, (self.task.split, self.task.index))
+        return seat(self.judging or default_judging(), group, (self.task.split, self.task.index))
 
     async def _seal(self) -> None:
         """Seal the sandbox for the verifiers that may run commands in it (`Sandbox.seal`): nothing the

@@ -4,7 +4,7 @@ GRPO learns only from the differences within a group, so a judge that reads a gr
 by side can score what sets them apart better than one that reads each alone (ART's RULER). The
 client names an episode's group when it ends the episode's last turn (`GroupInvite`: a key of its
 own, the same for the group's rollouts, and how many of them this server holds); the episode takes a
-seat in its group (`JudgeGroups.seat`) before its verifiers run, and its relative judge hands the seat
+seat in its group (`seat`) before its verifiers run, and its relative judge hands the seat
 its transcript. When every seat is filled or given up (an episode whose verifiers failed before its
 judge), the judge is asked once. The transcripts go in the order of their digests, not of arrival, so
 the same group makes the same request (kept by the cache) and no rollout's place in it depends on
@@ -16,18 +16,16 @@ is one that comes after its group was judged, or one beyond the group's size.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_env._errors import ArgumentError
-from agent_env.judges.judging import JudgeError
+from agent_env.judges.judging import JudgeError, Judging
 from agent_env.judges.settings import Judge
 from agent_env.judges.transcript import digest
 from agent_env.judges.verdict import Verdict
-
-if TYPE_CHECKING:
-    from agent_env.judges.judging import Judging
 
 MAX_GROUP_SIZE = 64
 """The most rollouts judged in one request: beyond it, a request no judge model reads well."""
@@ -104,6 +102,22 @@ class GroupSeat:
         self._used = True
         self._group.given_up += 1
         self._groups.filled(self._group, None)
+
+
+_HELD: weakref.WeakKeyDictionary[
+    Judging, weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, JudgeGroups]
+] = weakref.WeakKeyDictionary()
+
+
+def seat(judging: Judging, invite: GroupInvite, scope: Scope) -> GroupSeat:
+    """A seat in the GRPO group `invite` names, for an episode of the task `scope` judged through
+    `judging`: the groups are `judging`'s on the running event loop."""
+    loop = asyncio.get_running_loop()
+    on_loops = _HELD.setdefault(judging, weakref.WeakKeyDictionary())
+    groups = on_loops.get(loop)
+    if groups is None:
+        groups = on_loops[loop] = JudgeGroups(judging)
+    return groups.seat(invite, scope)
 
 
 class JudgeGroups:

@@ -37,8 +37,6 @@ from agent_env.judges.verdict import Verdict, VerdictError, read_verdict, read_v
 if TYPE_CHECKING:
     import openai
 
-    from agent_env.judges.groups import GroupInvite, GroupSeat, JudgeGroups, Scope
-
 log = logging.getLogger("agent_env.judges")
 
 URL_VARIABLE = "AGENTENV_JUDGE_URL"
@@ -87,7 +85,6 @@ class _OnLoop:
     running: dict[str, asyncio.Future[list[Verdict]]] = field(default_factory=dict)
     slots: dict[str, asyncio.Semaphore] = field(default_factory=dict)
     clients: dict[tuple[str, str | None], openai.AsyncOpenAI] = field(default_factory=dict)
-    groups: JudgeGroups | None = None
 
 
 class Judging:
@@ -230,16 +227,6 @@ class Judging:
         finally:
             if here.running.get(key) is asked:
                 del here.running[key]
-
-    def seat(self, invite: GroupInvite, scope: Scope) -> GroupSeat:
-        """A seat in the GRPO group `invite` names, for an episode of the task `scope` whose relative
-        judge will give its transcript there (`agent_env.judges.groups`)."""
-        from agent_env.judges.groups import JudgeGroups
-
-        here = self._on_loop()
-        if here.groups is None:
-            here.groups = JudgeGroups(self)
-        return here.groups.seat(invite, scope)
 
     async def aclose(self) -> None:
         """Close this loop's clients of the endpoints (a server's shutdown)."""

@@ -5,18 +5,25 @@ imports transformers (installed beside TRL), which the rest of the trainer's sid
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from transformers import TrainerCallback
 
-if TYPE_CHECKING:
-    from agent_env.training.trl.curriculum import OnlineCurriculum
+
+class Kept(Protocol):
+    """What the callback keeps: an `OnlineCurriculum` (typed here, so this module imports it not)."""
+
+    def save(self, folder: str | Path) -> Path: ...
+
+    def load(self, folder: str | Path) -> bool: ...
+
+    def table(self, most: int = ...) -> str: ...
 
 
 class CurriculumCallback(TrainerCallback):
     """Keeps `curriculum` with the trainer's checkpoints (see `OnlineCurriculum.callback`)."""
 
-    def __init__(self, curriculum: OnlineCurriculum) -> None:
+    def __init__(self, curriculum: Kept) -> None:
         self.curriculum = curriculum
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **_: Any) -> None:

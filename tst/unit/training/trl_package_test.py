@@ -38,6 +38,7 @@ SHARED_WITH_THE_SERVER = {
     "agent_env._private.openenv_core",
     "agent_env._private.threading_exit",
     "agent_env._unicode",
+    "agent_env.curriculum",
     "agent_env.errors",
     "agent_env.names",
     "agent_env.specs",
@@ -47,7 +48,8 @@ SHARED_WITH_THE_SERVER = {
 """agent_env's modules the trainer's side may load besides its own and the client's: what the wire
 contract (`agent_env.client.wire`) stands on (its error codes, their root and the name rules), the
 package inits above it (and the old names they still answer), the fences of what it relies on, the
-deadlines both sides keep, and the server package's init with its check of OpenEnv's version, which
+deadlines both sides keep, the online curriculum's policy (its knobs, which the trainer chooses and the
+server runs: plain data and arithmetic, no engine), and the server package's init with its check of OpenEnv's version, which
 loads no module of the server."""
 
 TRAINER_SIDE = ("agent_env.training", "agent_env.client")
