@@ -14,8 +14,9 @@ each group's task from what the groups of each task showed recently:
   drawn most, tasks whose groups scored alike drop towards `floor` (never to 0: a task the model has
   since learnt or unlearnt is checked again now and then), and a task that showed signal once in a
   while, the rarely solved one, keeps a weight well above one that never did;
-- a task **never played** is drawn with probability `explore` at each draw while any is left (its
-  signal is unknown, and only playing it tells);
+- a task **never played** has the weight of an even chance of signal, and besides, each draw picks
+  one of them with probability `explore` while any is left (its signal is unknown, and only playing
+  it tells);
 - `seed_from` starts the counts from an offline evaluation's samples (each task's samples as one
   group), so a run can begin from what `agent-env eval` measured instead of exploring.
 
@@ -167,7 +168,7 @@ class Curriculum:
             record.signal_groups += float(max(values) != min(values))
 
     def weight(self, record: TaskRecord) -> float:
-        """A played task's weight in the draw."""
+        """A task's weight in the draw (one never played: that of an even chance of signal)."""
         return self.policy.floor + float(record.signal**self.policy.sharpness)
 
     def table(self) -> list[dict[str, Any]]:
@@ -217,11 +218,11 @@ class Curriculum:
 
     def _pick(self) -> int:
         unplayed = [index for index, record in self.tasks.items() if record.groups == 0]
-        played = [index for index, record in self.tasks.items() if record.groups > 0]
-        if unplayed and (not played or self._random.random() < self.policy.explore):
+        if unplayed and self._random.random() < self.policy.explore:
             return self._random.choice(unplayed)
-        weights = [self.weight(self.tasks[index]) for index in played]
-        return self._random.choices(played, weights=weights)[0]
+        indices = list(self.tasks)
+        weights = [self.weight(self.tasks[index]) for index in indices]
+        return self._random.choices(indices, weights=weights)[0]
 
 
 def _random_state(generator: random.Random) -> list[Any]:
