@@ -17,8 +17,9 @@ each group's task from what the groups of each task showed recently:
 - a task **never played** has the weight of an even chance of signal, and besides, each draw picks
   one of them with probability `explore` while any is left (its signal is unknown, and only playing
   it tells);
-- `seed_from` starts the counts from an offline evaluation's samples (each task's samples as one
-  group), so a run can begin from what `agent-env eval` measured instead of exploring.
+- `seed_from` (samples) and `seed_measured` (an eval's count, mean and spread) start the counts from
+  an offline evaluation, each task's samples as one group, so a run can begin from what `agent-env
+  eval` measured instead of exploring.
 
 Draws are made with a seeded generator: the same seed, the same scores, the same draws. The state
 (`state`, `from_state`) is plain JSON, saved with a checkpoint and restored at a resumed run. The
@@ -153,6 +154,16 @@ class Curriculum:
             known.signal = True
             record.signal_groups += 1.0
         return True
+
+    def seed_measured(self, index: int, plays: int, mean: float, spread: float) -> None:
+        """Start a task from an evaluation's measure of it (`agent-env eval`'s results.json: its
+        samples' count, mean and spread) as one group: with signal if its samples differed."""
+        record = self.tasks.get(index)
+        if record is None or plays < 1:
+            return
+        record.plays, record.mean, record.m2 = plays, mean, spread * spread * plays
+        record.groups += 1.0
+        record.signal_groups += float(spread > 0)
 
     def seed_from(self, samples: Mapping[int, Iterable[float]]) -> None:
         """Start from an evaluation's samples: each task's as one group (its scores, and whether they

@@ -15,7 +15,9 @@ have no reference play, so only GRPO can teach those. The loop practitioners run
 4. `env.dataset_for("train", pass_rate=(low, high), results=...)` keeps the tasks with signal, the
    ones the model solves sometimes: a group whose rollouts all score alike teaches GRPO nothing;
 5. TRL's `GRPOTrainer` on them through `env.factory`, `GroupsWithSignal` logging the share of each
-   step's groups whose rewards differ;
+   step's groups whose rewards differ; then, from the same SFT model, GRPO again on the online
+   curriculum (`env.curriculum("train")`, started from the same samples), which draws each group's
+   task from every train task as the groups' scores come in (`--no-curriculum` skips it);
 6. each stage measured greedily on the train split and the held-out split, in a table; a plot
    (`demo.png`: reward and groups with signal per GRPO step, scores per stage); and every trajectory
    under `--out`.
@@ -78,6 +80,8 @@ class Recipe:
     eval_concurrency: int = 16
     gradient_checkpointing: bool = True
     """TRL's default, memory saved for time: a tiny model on the CPU may turn it off to train faster."""
+    curriculum: bool = True
+    """Also train GRPO from the same SFT model on the online curriculum, beside the offline filter."""
     seed: int = 0
 
 
@@ -89,6 +93,8 @@ class Report:
     rewards: list[float] = field(default_factory=list)
     signal: list[float] = field(default_factory=list)
     signal_unfiltered: float | None = None
+    curriculum_rewards: list[float] = field(default_factory=list)
+    curriculum_signal: list[float] = field(default_factory=list)
 
 
 def tokenizer_for(texts: list[str], vocab: int, isolate: str | None = None) -> Any:
@@ -238,8 +244,16 @@ def fine_tune(model: Any, tokenizer: Any, demonstrations: Any, recipe: Recipe, w
 
 
 def reinforce(
-    model: Any, tokenizer: Any, dataset: Any, factory: Any, recipe: Recipe, work: Path, report: Report
+    model: Any,
+    tokenizer: Any,
+    dataset: Any,
+    factory: Any,
+    recipe: Recipe,
+    work: Path,
+    logged: tuple[list[float], list[float]],
+    callbacks: tuple[Any, ...] = (),
 ) -> None:
+    """GRPO on `dataset`; each step's reward and groups with signal appended to `logged`."""
     from trl import GRPOConfig, GRPOTrainer
 
     from agent_env.training.trl import GroupsWithSignal
@@ -269,7 +283,7 @@ def reinforce(
         processing_class=tokenizer,
         train_dataset=dataset,
         environment_factory=factory,
-        callbacks=[GroupsWithSignal(), _step_table(report)],
+        callbacks=[GroupsWithSignal(), _step_table(*logged), *callbacks],
     )
     trainer.remove_callback(_printer())
     trainer.train()
@@ -281,7 +295,7 @@ def _printer() -> Any:
     return PrinterCallback
 
 
-def _step_table(report: Report) -> Any:
+def _step_table(rewards: list[float], signal: list[float]) -> Any:
     """A TrainerCallback that prints one line per GRPO step and keeps its reward and signal."""
     from transformers import TrainerCallback
 
@@ -297,9 +311,9 @@ def _step_table(report: Report) -> Any:
             self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **_: Any
         ) -> None:
             if logs and "reward" in logs:
-                report.rewards.append(float(logs["reward"]))
+                rewards.append(float(logs["reward"]))
                 if logs.get("groups_with_signal") is not None:
-                    report.signal.append(float(logs["groups_with_signal"]))
+                    signal.append(float(logs["groups_with_signal"]))
                 cells = " ".join(f"{_number(logs.get(key)):>8}" for key, _ in columns)
                 print(f"  {state.global_step:>4} {cells}", flush=True)
 
@@ -326,9 +340,9 @@ def with_signal(result: Any) -> float | None:
 
 
 def stage_table(report: Report) -> str:
-    lines = [f"{'stage':<22}{'train split':>14}{'held-out split':>16}"]
+    lines = [f"{'stage':<24}{'train split':>14}{'held-out split':>16}"]
     for stage, found in report.stages:
-        lines.append(f"{stage:<22}{found['train']:>14.3f}{found['eval']:>16.3f}")
+        lines.append(f"{stage:<24}{found['train']:>14.3f}{found['eval']:>16.3f}")
     return "\n".join(lines)
 
 
@@ -342,8 +356,17 @@ def plot(report: Report, to: Path) -> Path | None:
     except ImportError:
         return None
     figure, (rewards, signal, stages) = plt.subplots(1, 3, figsize=(15, 4))
-    _per_step(rewards, report.rewards, "GRPO: mean reward per step", "reward")
-    _per_step(signal, report.signal, "GRPO: groups with signal per step", "share of groups")
+    _per_step(rewards, report.rewards, "GRPO: mean reward per step", "reward", "offline filter")
+    _per_step(signal, report.signal, "GRPO: groups with signal per step", "share of groups", "offline filter")
+    if report.curriculum_rewards:
+        _per_step(rewards, report.curriculum_rewards, "GRPO: mean reward per step", "reward", "curriculum")
+        _per_step(
+            signal,
+            report.curriculum_signal,
+            "GRPO: groups with signal per step",
+            "share of groups",
+            "curriculum",
+        )
     if report.signal_unfiltered is not None:
         signal.axhline(report.signal_unfiltered, color="grey", linestyle="--", label="every train task")
         signal.legend(loc="lower right")
@@ -360,12 +383,12 @@ def plot(report: Report, to: Path) -> Path | None:
     return to
 
 
-def _per_step(axes: Any, values: list[float], title: str, label: str) -> None:
-    axes.plot(range(1, len(values) + 1), values, marker=".", linewidth=1, label="step")
+def _per_step(axes: Any, values: list[float], title: str, label: str, run: str) -> None:
+    axes.plot(range(1, len(values) + 1), values, marker=".", linewidth=1, label=f"{run}: step")
     window = 10
     if len(values) >= window:
         means = [sum(values[i - window : i]) / window for i in range(window, len(values) + 1)]
-        axes.plot(range(window, len(values) + 1), means, linewidth=2, label=f"mean of {window}")
+        axes.plot(range(window, len(values) + 1), means, linewidth=2, label=f"{run}: mean of {window}")
     axes.legend(loc="lower right")
     axes.set(title=title, xlabel="step", ylabel=label, ylim=(-0.05, 1.05))
 
@@ -387,6 +410,12 @@ def main() -> None:
         default=Recipe.pass_rate,
         help="train with GRPO on the tasks whose pass rate lies within these bounds (default: %(default)s)",
     )
+    parser.add_argument(
+        "--no-curriculum",
+        action="store_true",
+        help="skip the second GRPO run, on the online curriculum from the same SFT model",
+    )
+    parser.add_argument("--seed", type=int, default=Recipe.seed, help="the run's seed (default: %(default)s)")
     parser.add_argument("--out", default="runs/demo", help="trajectories and the plot (default: runs/demo)")
     options = parser.parse_args()
     recipe = replace(
@@ -396,6 +425,8 @@ def main() -> None:
         grpo_learning_rate=options.grpo_learning_rate,
         samples=options.samples,
         pass_rate=tuple(options.pass_rate),
+        curriculum=not options.no_curriculum,
+        seed=options.seed,
     )
     run(Path(options.bundle), recipe, Path(options.out).resolve())
 
@@ -409,8 +440,10 @@ def run(bundle: Path, recipe: Recipe, out: Path) -> Report:
     torch.manual_seed(recipe.seed)
     started, report = time.monotonic(), Report()
     work = out / "checkpoints"
-    # GRPOTrainer's environments hold their sessions while it lives; the evaluations need their own.
-    sessions = recipe.grpo_batch + recipe.eval_concurrency
+    # GRPOTrainer's environments hold their sessions while the process lives (TRL never closes them),
+    # one trainer's after another's; the evaluations need their own.
+    trainers = 2 if recipe.curriculum else 1
+    sessions = trainers * recipe.grpo_batch + recipe.eval_concurrency
     with AgentEnv.local(bundle, max_concurrent_envs=sessions, record=out / "training") as env:
         demonstrations = env.demonstrations("train")
         prompts = [row["prompt"][-1]["content"] for row in env.dataset]  # undemonstrated wordings too
@@ -451,15 +484,43 @@ def run(bundle: Path, recipe: Recipe, out: Path) -> Report:
             print(f"no GRPO stage: {exc}; train longer with --sft-steps, or widen --pass-rate", flush=True)
         else:
             print(f"{len(chosen)} of {len(env.dataset)} train tasks have a pass rate within [{low}, {high}]")
+            tuned = {name: value.detach().clone() for name, value in model.state_dict().items()}
             _stage(f"GRPO: {recipe.grpo_steps} steps on the {len(chosen)} tasks with signal", started)
-            reinforce(model, tokenizer, chosen, env.factory, recipe, work, report)
-            report.stages.append(("then GRPO", scores(env.url, model, tokenizer, recipe, out, "grpo")))
+            reinforce(model, tokenizer, chosen, env.factory, recipe, work, (report.rewards, report.signal))
+            report.stages.append(
+                ("then GRPO, filter", scores(env.url, model, tokenizer, recipe, out, "grpo"))
+            )
+            if recipe.curriculum:
+                model.load_state_dict(tuned)  # the same SFT model, for a side-by-side comparison
+                curriculum = env.curriculum("train", seed=recipe.seed)
+                measured = curriculum.start_from(sampled)
+                _stage(
+                    f"GRPO: {recipe.grpo_steps} steps on the online curriculum over all "
+                    f"{len(env.dataset)} train tasks, started from the samples of {measured}",
+                    started,
+                )
+                logged = (report.curriculum_rewards, report.curriculum_signal)
+                reinforce(
+                    model,
+                    tokenizer,
+                    curriculum.dataset,
+                    env.factory,
+                    recipe,
+                    work,
+                    logged,
+                    (curriculum.callback,),
+                )
+                after = scores(env.url, model, tokenizer, recipe, out, "grpo-curriculum")
+                report.stages.append(("then GRPO, curriculum", after))
     print("\n" + stage_table(report))
     if report.signal:
         print(
             f"groups with signal: {sum(report.signal) / len(report.signal):.2f} of GRPO's groups on the "
             f"tasks with signal, against {_number(report.signal_unfiltered)} over every train task"
         )
+    if report.curriculum_signal:
+        share = sum(report.curriculum_signal) / len(report.curriculum_signal)
+        print(f"groups with signal on the online curriculum: {share:.2f} of GRPO's groups")
     drawn = plot(report, out / "demo.png")
     print(f"\n{time.monotonic() - started:.0f} s in all; trajectories under {out}", flush=True)
     if drawn is not None:

@@ -104,10 +104,9 @@ def groups_of(opened: list[str]) -> list[str]:
     return [MESSAGES[group[0]] for group in groups]
 
 
-def test_grpo_trainer_on_the_curriculum_keeps_groups_whole_and_draws_the_rarely_solved_task_most(
-    served: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    env = AgentEnv(served)
+def train(env: AgentEnv, curriculum: Any, out: Path, *, steps: int, resume: Path | None = None) -> list[str]:
+    """GRPOTrainer on the curriculum for `steps` steps (a checkpoint every 8), resumed from `resume`;
+    the message each rollout's reset returned, in order."""
     opened: list[str] = []
     original = ToolsetEnvironment.reset
 
@@ -117,31 +116,37 @@ def test_grpo_trainer_on_the_curriculum_keeps_groups_whole_and_draws_the_rarely_
         opened.append(message)
         return message
 
+    model, tokenizer = tiny_model_and_tokenizer()
+    config = grpo_config(
+        str(out), on_cpu=True, max_completion_length=128, max_steps=steps, save_strategy="steps", save_steps=8
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        args=config,
+        processing_class=tokenizer,
+        train_dataset=curriculum.dataset,
+        environment_factory=env.factory,
+        callbacks=[curriculum.callback],
+    )
+    with (
+        mock.patch.object(trainer.model, "generate", side_effect=Scripted(tokenizer)),
+        mock.patch.object(ToolsetEnvironment, "reset", kept),
+    ):
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    return opened
+
+
+def draws(state: dict[str, Any]) -> int:
+    return sum(task["draws"] for task in state["splits"]["train"]["tasks"].values())
+
+
+def test_grpo_trainer_on_the_curriculum_keeps_groups_whole_and_draws_the_rarely_solved_task_most(
+    served: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = AgentEnv(served)
     try:
         curriculum = env.curriculum(seed=0, rows=256)
-        model, tokenizer = tiny_model_and_tokenizer()
-        config = grpo_config(
-            str(tmp_path / "out"),
-            on_cpu=True,
-            max_completion_length=128,
-            max_steps=16,
-            save_strategy="steps",
-            save_steps=8,
-        )
-        trainer = GRPOTrainer(
-            model=model,
-            args=config,
-            processing_class=tokenizer,
-            train_dataset=curriculum.dataset,
-            environment_factory=env.factory,
-            callbacks=[curriculum.callback],
-        )
-        with (
-            mock.patch.object(trainer.model, "generate", side_effect=Scripted(tokenizer)),
-            mock.patch.object(ToolsetEnvironment, "reset", kept),
-        ):
-            trainer.train()
-        drawn = Counter(groups_of(opened))
+        drawn = Counter(groups_of(train(env, curriculum, tmp_path / "out", steps=16)))
         state = curriculum.state()
     finally:
         env.close()
@@ -149,9 +154,34 @@ def test_grpo_trainer_on_the_curriculum_keeps_groups_whole_and_draws_the_rarely_
     assert sum(drawn.values()) == 32
     assert drawn["rare"] > drawn["always"] and drawn["rare"] > drawn["never"], drawn
     saved = json.loads((tmp_path / "out" / "checkpoint-8" / STATE_FILE).read_text())
-    assert sum(task["draws"] for task in saved["splits"]["train"]["tasks"].values()) == 16
-    assert sum(task["draws"] for task in state["splits"]["train"]["tasks"].values()) == 32
+    assert draws(saved) == 16 and draws(state) == 32
     assert "online curriculum of split 'train': 3 of 3 tasks drawn" in capsys.readouterr().out
+
+
+def test_a_run_resumed_from_a_checkpoint_goes_on_from_the_curriculum_it_kept(
+    served: str, tmp_path: Path
+) -> None:
+    first = AgentEnv(served)
+    try:
+        train(first, first.curriculum(seed=0, rows=256), tmp_path / "out", steps=8)
+    finally:
+        first.close()
+    kept = json.loads((tmp_path / "out" / "checkpoint-8" / STATE_FILE).read_text())
+
+    again = AgentEnv(served)
+    try:
+        curriculum = again.curriculum(seed=0, rows=256)  # a new run, which the checkpoint restores
+        opened = train(
+            again, curriculum, tmp_path / "out", steps=12, resume=tmp_path / "out" / "checkpoint-8"
+        )
+        state = curriculum.state()
+    finally:
+        again.close()
+
+    assert len(groups_of(opened)) == 8, "the resumed run played its last four steps' groups"
+    assert draws(kept) == 16 and draws(state) == 16 + 8
+    for index, task in kept["splits"]["train"]["tasks"].items():
+        assert state["splits"]["train"]["tasks"][index]["draws"] >= task["draws"]
 
 
 @pytest.mark.timeout(240)

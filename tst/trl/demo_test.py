@@ -52,7 +52,7 @@ def run_demo(bundle: Path, out: Path, *options: str) -> list[str]:
 
 
 @pytest.mark.timeout(900)
-def test_the_demo_fine_tunes_measures_pass_rates_keeps_the_tasks_with_signal_trains_and_measures_again(
+def test_the_demo_fine_tunes_measures_pass_rates_trains_on_the_filter_and_the_curriculum_and_measures_again(
     tmp_path: Path,
 ) -> None:
     out = tmp_path / "demo"
@@ -63,21 +63,24 @@ def test_the_demo_fine_tunes_measures_pass_rates_keeps_the_tasks_with_signal_tra
     )
 
     header = max(i for i, line in enumerate(lines) if line.startswith("stage") and "held-out split" in line)
-    table = lines[header + 1 : header + 4]
-    assert [row.split()[0] for row in table] == ["untrained", "SFT", "then"]
+    table = lines[header + 1 : header + 5]
+    assert [row.split()[0] for row in table] == ["untrained", "SFT", "then", "then"]
+    assert [" ".join(row.split()[:3]) for row in table[2:]] == ["then GRPO, filter", "then GRPO, curriculum"]
     assert all(_score(cell) for row in table for cell in row.split()[-2:])
     assert f"{TASKS['train']} of {TASKS['train']} train tasks have a pass rate within [0.0, 1.0]" in lines
     steps = next(i for i, line in enumerate(lines) if line.split()[:2] == ["step", "reward"])
     signal = lines[steps].split().index("signal")
     assert _score(lines[steps + 1].split()[signal]), "each GRPO step shows its groups with signal"
     assert any(line.startswith("groups with signal: ") for line in lines)
+    assert any(line.startswith("groups with signal on the online curriculum: ") for line in lines)
+    assert any(line.startswith("online curriculum of split 'train': ") for line in lines), "its table"
 
     sampled = EvalResult.read(out / "eval" / "samples")
     measured = [(task.samples, task.pass_rate is not None) for task in sampled.tasks]
     assert measured == [(2, True)] * TASKS["train"]
     assert (out / "demo.png").stat().st_size > 0
     assert list(read_trajectories(out / "training")), "GRPO's episodes are recorded by the server"
-    for stage in ("untrained", "sft", "grpo"):
+    for stage in ("untrained", "sft", "grpo", "grpo-curriculum"):
         for split, count in TASKS.items():
             assert len(list(read_trajectories(out / "eval" / stage / split))) == count
 

@@ -326,7 +326,7 @@ class AgentEnv:
         run = uuid.uuid4().hex
         chosen = policy or CurriculumPolicy()
         dataset = Dataset.from_list(curriculum_rows(tasks, run, chosen, seed, rows))
-        return OnlineCurriculum(dataset, self._fleet.settings, run, split, tasks)
+        return OnlineCurriculum(dataset, self._fleet.settings, run, split, tasks, policy=chosen, seed=seed)
 
     def demonstrations(self, split: str = "train", *, strict: bool = False) -> Dataset:
         """The split's reference plays as conversations for TRL's `SFTTrainer`: a warm-up before GRPO.

@@ -27,12 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 from agent_env._errors import ArgumentError
 from agent_env.client.taskapi import TaskAPI
-from agent_env.curriculum import CurriculumPolicy
+from agent_env.curriculum import Curriculum, CurriculumPolicy
 from agent_env.specs import CurriculumDraw, CurriculumScore, TaskSpec
 from agent_env.training.trl.fleet import FleetSettings, resolve
+from agent_env.training.trl.selection import read_results
 
 if TYPE_CHECKING:
     from datasets import Dataset
+
+    from agent_env.eval.results import EvalResult
 
 log = logging.getLogger("agent_env.training.trl")
 
@@ -157,13 +160,44 @@ class OnlineCurriculum:
     (checkpoints keep its state; a resumed run restores it; the end of training prints its table)."""
 
     def __init__(
-        self, dataset: Dataset, fleet: FleetSettings, run: str, split: str, tasks: Sequence[TaskSpec]
+        self,
+        dataset: Dataset,
+        fleet: FleetSettings,
+        run: str,
+        split: str,
+        tasks: Sequence[TaskSpec],
+        *,
+        policy: CurriculumPolicy,
+        seed: int,
     ) -> None:
         self.dataset = dataset
         self.run = run
         self.split = split
+        self.policy = policy
+        self.seed = seed
         self._fleet = fleet
         self._ids = [task.id for task in tasks]
+
+    def start_from(self, results: EvalResult | str | Path) -> int:
+        """Start the curriculum from an evaluation of its split (`agent-env eval --split SPLIT -n K`'s
+        results.json, or an `EvalResult`): each task measured counts as one group of its samples, so
+        the first draws favour the tasks whose samples differed, as the offline filter would, while
+        the rarely solved ones keep a chance. How many tasks it started; call it before training."""
+        found = read_results(results)
+        if found.split != self.split:
+            raise ArgumentError(
+                f"the results are of split '{found.split}', the curriculum's is '{self.split}': evaluate "
+                f"`--split {self.split}`"
+            )
+        curriculum = Curriculum(range(len(self._ids)), policy=self.policy, seed=self.seed)
+        started = 0
+        for task in found.tasks:
+            measured = task.index < len(self._ids) and self._ids[task.index] == task.id
+            if measured and task.mean_score is not None and task.score_std is not None:
+                curriculum.seed_measured(task.index, task.scored, task.mean_score, task.score_std)
+                started += 1
+        self.restore({"splits": {self.split: curriculum.state()}})
+        return started
 
     def state(self) -> dict[str, Any]:
         """The run's curriculum as the server holds it now (JSON data)."""

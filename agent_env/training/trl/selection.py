@@ -108,7 +108,7 @@ def tasks_with_signal(
             "tasks_with_signal needs bounds to select by: score_std=(0.01, None) keeps the tasks whose "
             "samples differ in score, mean_score=(low, high) or pass_rate=(low, high) those within them"
         )
-    found = _read(results)
+    found = read_results(results)
     where = f"the eval results at {results}" if isinstance(results, str | Path) else "the eval results given"
     if tasks_fingerprint is not None and found.tasks_fingerprint != tasks_fingerprint:
         theirs = found.tasks_fingerprint or "none recorded (an older agent-env eval)"
@@ -162,7 +162,7 @@ def tasks_with_signal(
 
 def no_task_within(split: str, asked: Sequence[Criterion], results: EvalResult | str | Path) -> str:
     """Why no task was chosen: how many measured tasks fall below and above each bound asked."""
-    rated = [values for task in _read(results).tasks if (values := _values(task, asked)) is not None]
+    rated = [values for task in read_results(results).tasks if (values := _values(task, asked)) is not None]
     wanted = " and ".join(f"a {criterion.label} {criterion.within()}" for criterion in asked)
     counts = []
     for column, criterion in enumerate(asked):
@@ -197,7 +197,8 @@ def _check_recorded(found: EvalResult, asked: Sequence[Criterion], where: str) -
             )
 
 
-def _read(results: EvalResult | str | Path) -> EvalResult:
+def read_results(results: EvalResult | str | Path) -> EvalResult:
+    """An eval's results: `results` itself, or the results.json at that path."""
     from agent_env.eval.results import EvalResult
 
     return results if isinstance(results, EvalResult) else EvalResult.read(results)
