@@ -49,8 +49,8 @@ SHARED_WITH_THE_SERVER = {
 contract (`agent_env.client.wire`) stands on (its error codes, their root and the name rules), the
 package inits above it (and the old names they still answer), the fences of what it relies on, the
 deadlines both sides keep, the online curriculum's policy (its knobs, which the trainer chooses and the
-server runs: plain data and arithmetic, no engine), and the server package's init with its check of OpenEnv's version, which
-loads no module of the server."""
+server runs: plain data and arithmetic, no engine), and the server package's init with its check of
+OpenEnv's version, which loads no module of the server."""
 
 TRAINER_SIDE = ("agent_env.training", "agent_env.client")
 """The trainer's own modules and the client they stand on (which eval stands on too)."""
