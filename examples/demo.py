@@ -1,6 +1,7 @@
 """The project's main job: a tiny model learns a skill and carries it to tasks it never saw, on the CPU.
 
-    python examples/demo.py                   # make demo: about 4 minutes on 2 idle cores, offline
+    python examples/demo.py                   # make demo: offline; about 4 minutes on 2 idle cores
+    python examples/demo.py --no-curriculum   #   with the offline filter alone (the curriculum adds ~2/3)
     python examples/demo.py --grpo-steps 100  # a longer GRPO stage (about 1 minute more)
 
 The bundle is the depot (`examples/depot`): 480 train tasks and 120 held-out ones (store, move or ship
