@@ -86,20 +86,27 @@ def children(pid: int) -> list[int]:
 def leftovers(launcher: int) -> list[int]:
     """Every live process below the launcher `launcher` but its PROGRAM (its eldest child): what the
     commands PROGRAM ran left behind, in their session or out of it (`setsid`, then handed to the
-    launcher), found child by child, so that one whose parent is being killed is found under it. Two
-    small files are read when there is none."""
+    launcher), found child by child, so that one whose parent is being killed is found under it. The
+    launcher's children are read again after the walk: one whose parent exited during it was handed
+    to the launcher after the first read, and is no longer under its parent. Three small files are
+    read when there is none."""
     spawned = children(launcher)
     if not spawned:
         return []
     program = spawned[0] if len(spawned) == 1 else min(spawned, key=_started)
     found: list[int] = []
+    walked = set(spawned)
     below = [pid for pid in spawned if pid != program] + children(program)
-    while below:
-        pid = below.pop()
-        if _alive(pid):
-            found.append(pid)
-        below.extend(children(pid))
-    return found
+    while True:
+        while below:
+            pid = below.pop()
+            if _alive(pid):
+                found.append(pid)
+            below.extend(children(pid))
+        below = [pid for pid in children(launcher) if pid not in walked]
+        if not below:
+            return found
+        walked.update(below)
 
 
 def kill_leftovers(launcher: int) -> bool:
