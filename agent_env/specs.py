@@ -204,6 +204,10 @@ class SolutionSpec(BaseModel):
     script: Solution
 
 
+CURRICULUM_RUN_LENGTH = 128
+"""The longest run key a curriculum request may name (in a body or a path)."""
+
+
 class CurriculumDraw(BaseModel):
     """A GRPO group's task asked of the server's online curriculum (`agent_env.curriculum`): the run
     (a key of the trainer's), the split, the group (a key of the trainer's, the same for each of the
@@ -212,7 +216,7 @@ class CurriculumDraw(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    run: str = Field(min_length=1, max_length=128)
+    run: str = Field(min_length=1, max_length=CURRICULUM_RUN_LENGTH)
     split: str = Field(min_length=1, max_length=256)
     group: str = Field(min_length=1, max_length=128)
     policy: dict[str, float] = Field(default_factory=dict)
@@ -234,7 +238,7 @@ class CurriculumScore(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    run: str = Field(min_length=1, max_length=128)
+    run: str = Field(min_length=1, max_length=CURRICULUM_RUN_LENGTH)
     split: str = Field(min_length=1, max_length=256)
     group: str = Field(min_length=1, max_length=128)
     score: float = Field(ge=0, le=1, allow_inf_nan=False)

@@ -22,9 +22,9 @@ import re
 from collections.abc import AsyncIterator, Iterable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, HTTPException, Response, status
+from fastapi import FastAPI, HTTPException, Path as PathParameter, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIWebSocketRoute
 from pydantic import BaseModel, Field
@@ -53,12 +53,22 @@ from agent_env.sandbox.by_task import SandboxesByTask
 from agent_env.sandbox.pool import PoolStatus, WarmPool
 from agent_env.sandbox.registry import server_provider
 from agent_env.served import ServedTasks, served_tasks
-from agent_env.specs import CurriculumDraw, CurriculumDrawn, CurriculumScore, SolutionSpec, tasks_fingerprint
+from agent_env.specs import (
+    CURRICULUM_RUN_LENGTH,
+    CurriculumDraw,
+    CurriculumDrawn,
+    CurriculumScore,
+    SolutionSpec,
+    tasks_fingerprint,
+)
 
 DEFAULT_MAX_CONCURRENT_ENVS = 64
 """Sessions one server holds at once unless `max_concurrent_envs=` or `MAX_CONCURRENT_ENVS` says otherwise."""
 
 CAPACITY_VARIABLE = "MAX_CONCURRENT_ENVS"
+
+RunKey = Annotated[str, PathParameter(min_length=1, max_length=CURRICULUM_RUN_LENGTH)]
+"""A training run's key in a curriculum route's path: the same bounds as in a request's body."""
 
 SERVED_ROUTES: dict[str, str] = {
     "WEBSOCKET /ws": "sessions: one per connection, held only while it lasts; episodes are played here",
@@ -357,13 +367,13 @@ def build_served_app(
         return {"recorded": True}
 
     @app.get("/{env_name}/curriculum/{run}", tags=["Curriculum"])
-    async def curriculum_state(env_name: str, run: str) -> dict[str, Any]:
+    async def curriculum_state(env_name: str, run: RunKey) -> dict[str, Any]:
         _ours(env_name)
         with _refused_as_http():
             return curricula.state(run)
 
     @app.put("/{env_name}/curriculum/{run}", tags=["Curriculum"])
-    async def curriculum_restore(env_name: str, run: str, state: dict[str, Any]) -> dict[str, bool]:
+    async def curriculum_restore(env_name: str, run: RunKey, state: dict[str, Any]) -> dict[str, bool]:
         _ours(env_name)
         with _refused_as_http():
             curricula.restore(run, state)
