@@ -251,10 +251,11 @@ def reinforce(
     factory: Any,
     recipe: Recipe,
     work: Path,
-    logged: tuple[list[float], list[float]],
+    logged: tuple[list[float], list[float]] | None = None,
     callbacks: tuple[Any, ...] = (),
 ) -> None:
-    """GRPO on `dataset`; each step's reward and groups with signal appended to `logged`."""
+    """GRPO on `dataset`; each step's reward and groups with signal appended to `logged` (two lists),
+    when given."""
     from trl import GRPOConfig, GRPOTrainer
 
     from agent_env.training.trl import GroupsWithSignal
@@ -284,7 +285,7 @@ def reinforce(
         processing_class=tokenizer,
         train_dataset=dataset,
         environment_factory=factory,
-        callbacks=[GroupsWithSignal(), _step_table(*logged), *callbacks],
+        callbacks=[GroupsWithSignal(), _step_table(*(logged or ([], []))), *callbacks],
     )
     trainer.remove_callback(_printer())
     trainer.train()

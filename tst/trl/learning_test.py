@@ -18,7 +18,7 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
 
 
 from agent_env.training.trl import AgentEnv  # noqa: E402
-from examples.demo import Recipe, Report, fine_tune, reinforce, rendered, scores, tiny_model, tokenizer_for  # noqa: E402
+from examples.demo import Recipe, fine_tune, reinforce, rendered, scores, tiny_model, tokenizer_for  # noqa: E402
 from tst.support.wharf import WHARF  # noqa: E402
 
 RECIPE = Recipe(
@@ -49,7 +49,7 @@ def test_grpo_through_agentenv_raises_the_train_score_of_a_tiny_model_warmed_up_
         fine_tune(model, tokenizer, demonstrations, RECIPE, tmp_path)
         after_sft = scores(env.url, model, tokenizer, RECIPE, tmp_path, "sft")["train"]
 
-        reinforce(model, tokenizer, env.dataset, env.factory, RECIPE, tmp_path, Report())
+        reinforce(model, tokenizer, env.dataset, env.factory, RECIPE, tmp_path)
         after_grpo = scores(env.url, model, tokenizer, RECIPE, tmp_path, "grpo")["train"]
 
     assert 0.3 <= after_sft <= 0.8, "SFT cut short leaves the model some tasks to learn"

@@ -33,7 +33,6 @@ from agent_env.training.trl import AgentEnv  # noqa: E402
 from agent_env.training.trl.demonstrations import features  # noqa: E402
 from examples.demo import (  # noqa: E402
     Recipe,
-    Report,
     fine_tune,
     measure,
     reinforce,
@@ -130,7 +129,7 @@ def test_step_ordered_rows_teach_what_flattened_ones_do_not_and_grpo_on_tasks_wi
             temperature=RECIPE.temperature,
         )
         with_spread = env.dataset_for("train", results=sampled, score_std=WITH_SPREAD)
-        reinforce(model, tokenizer, with_spread, env.factory, RECIPE, tmp_path, Report())
+        reinforce(model, tokenizer, with_spread, env.factory, RECIPE, tmp_path)
         after_grpo = held_out(env, model, tokenizer, tmp_path / "grpo")
 
     print(f"held-out: {after_sft} after SFT, {after_grpo:.3f} after GRPO on {len(with_spread)} tasks")

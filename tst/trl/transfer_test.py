@@ -31,7 +31,6 @@ from agent_env.training.trl import AgentEnv  # noqa: E402
 from examples.demo import (  # noqa: E402
     DEPOT,
     Recipe,
-    Report,
     fine_tune,
     measure,
     reinforce,
@@ -118,7 +117,7 @@ def test_grpo_on_tasks_without_reference_plays_raises_the_held_out_score_in_thei
 
         after_sft = held_out("sft")
         practice = env.dataset.select(practice_rows())
-        reinforce(model, tokenizer, practice, env.factory, RECIPE, tmp_path, Report())
+        reinforce(model, tokenizer, practice, env.factory, RECIPE, tmp_path)
         after_grpo = held_out("grpo")
 
     assert after_sft["held-out-ship"] <= ROOM, "SFT alone does not teach the wordings it never showed"
