@@ -7,19 +7,23 @@ model solves rarely (one sample in twenty mostly shows 0 of 8), and it cannot fo
 learns. The online answer (DAPO's dynamic sampling, prime-rl's difficulty pools, TRL#3708) is to draw
 each group's task from what the groups of each task showed recently:
 
-- a task's **signal** is the chance that its next group's scores differ: a Beta posterior over its
-  recent groups, `(groups with signal + 1) / (groups + 2)`, its counts decayed by `memory` each time
-  another group of it starts (recent groups count most, as the model changes);
-- a task is drawn with a weight of `floor + signal ** sharpness`: tasks that keep showing signal are
-  drawn most, tasks whose groups scored alike drop towards `floor` (never to 0: a task the model has
-  since learnt or unlearnt is checked again now and then), and a task that showed signal once in a
-  while, the rarely solved one, keeps a weight well above one that never did;
+- a task's **signal** is the chance that its next group's scores differ, `1 - sum(f ** n)` over the
+  scores it got (`f`, each distinct score's share of its plays; `n`, the group's size): the chance
+  that `n` draws from its scores all come out alike, taken from 1. Each share is of the plays plus
+  `unseen`, the weight of a score not seen yet, so a task whose plays all scored alike keeps a
+  little signal rather than none. The counts are decayed by `memory` each time another group of the
+  task starts (recent groups count most, as the model changes). It holds for partial credit as for
+  pass/fail: a task that always scores 0.75 has none; one solved once in twenty has some;
+- a task is drawn with a weight of `floor + signal ** sharpness`: tasks whose scores differ most
+  often are drawn most, tasks whose groups scored alike drop towards `floor` (never to 0: a task
+  the model has since learnt or unlearnt is checked again now and then), and a task solved rarely
+  keeps a weight well above one always or never solved;
 - a task **never played** has the weight of an even chance of signal, and besides, each draw picks
   one of them with probability `explore` while any is left (its signal is unknown, and only playing
   it tells);
-- `seed_from` (samples) and `seed_measured` (an eval's count, mean and spread) start the counts from
-  an offline evaluation, each task's samples as one group, so a run can begin from what `agent-env
-  eval` measured instead of exploring.
+- `seed_from` (samples) and `seed_measured` (an eval's count, mean, spread, lowest and highest) start
+  the counts from an offline evaluation, so a run can begin from what `agent-env eval` measured
+  instead of exploring.
 
 Draws are made with a seeded generator: the same seed, the same scores, the same draws. The state
 (`state`, `from_state`) is plain JSON, saved with a checkpoint and restored at a resumed run. The
@@ -40,6 +44,10 @@ from agent_env._errors import ArgumentError
 
 MAX_GROUPS_KEPT = 4096
 """Groups whose scores are still taken (their rollouts may still be scored): the most recent ones."""
+DEFAULT_GROUP_SIZE = 8
+"""A group's size until a group's scores show it (TRL's default `num_generations`)."""
+UNPLAYED_SIGNAL = 0.5
+"""The signal of a task with no score yet: an even chance."""
 
 
 @dataclass(frozen=True)
@@ -48,13 +56,16 @@ class CurriculumPolicy:
 
     explore: float = 0.25
     """The chance that a draw picks a task never played, while any is left."""
-    sharpness: float = 2.0
+    sharpness: float = 4.0
     """How strongly a task's signal sets its weight: 1 draws in proportion to it; higher favours the
     tasks most likely to give signal."""
-    floor: float = 0.01
+    floor: float = 0.001
     """The least weight of a task played already: each is drawn again now and then."""
     memory: float = 0.8
     """What a task's earlier groups still count when another of its groups starts (1: all alike)."""
+    unseen: float = 0.1
+    """The weight, in plays, of a score a task has not given yet: how much doubt a task whose plays
+    all scored alike keeps that its next group will differ."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.explore <= 1:
@@ -65,18 +76,20 @@ class CurriculumPolicy:
             raise ArgumentError(f"floor must be above 0 and at most 1: got {self.floor}")
         if not 0 < self.memory <= 1:
             raise ArgumentError(f"memory must be above 0 and at most 1: got {self.memory}")
+        if not self.unseen > 0:
+            raise ArgumentError(f"unseen must be above 0: got {self.unseen}")
 
 
 @dataclass
 class TaskRecord:
-    """What one task's groups showed: every score's count, mean and spread (Welford), the recent
-    groups and how many of them had signal (decayed), and when it was last drawn."""
+    """What one task's groups showed: every score's count, mean and spread (Welford), its recent plays
+    by score (decayed: `counts`), how often it was drawn and when last."""
 
     plays: int = 0
     mean: float = 0.0
     m2: float = 0.0
-    groups: float = 0.0
-    signal_groups: float = 0.0
+    counts: dict[str, float] = field(default_factory=dict)
+    """Recent plays by score (the score as text, to six places), decayed as its groups start."""
     draws: int = 0
     last_drawn: int | None = None
     """The draw (counted from 1 over the curriculum) that last picked it; None: never."""
@@ -86,23 +99,32 @@ class TaskRecord:
         """The standard deviation of its scores (0 for fewer than two)."""
         return math.sqrt(self.m2 / self.plays) if self.plays > 1 else 0.0
 
-    @property
-    def signal(self) -> float:
-        """The chance that its next group's scores differ, from its recent groups."""
-        return (self.signal_groups + 1.0) / (self.groups + 2.0)
-
     def add(self, score: float) -> None:
+        """Count one play's score: in the mean and spread, and as a recent play."""
         self.plays += 1
         delta = score - self.mean
         self.mean += delta / self.plays
         self.m2 += delta * (score - self.mean)
+        self.count(score, 1.0)
+
+    def count(self, score: float, plays: float) -> None:
+        """Count `score` as `plays` recent plays (a share of a measure's, perhaps)."""
+        key = f"{score:.6f}"
+        self.counts[key] = self.counts.get(key, 0.0) + plays
+
+    def signal(self, group_size: int, unseen: float) -> float:
+        """The chance that a group of `group_size` differs: 1 less the chance that all its scores come
+        out alike, each score as likely as its share of the recent plays plus `unseen`."""
+        recent = sum(self.counts.values())
+        if recent == 0:
+            return UNPLAYED_SIGNAL
+        return 1.0 - sum((count / (recent + unseen)) ** group_size for count in self.counts.values())
 
 
 @dataclass
 class _Group:
     index: int
     scores: list[float] = field(default_factory=list)
-    signal: bool = False
 
 
 class Curriculum:
@@ -117,6 +139,8 @@ class Curriculum:
         self.seed = seed
         self.tasks: dict[int, TaskRecord] = {index: TaskRecord() for index in indices}
         self.draws = 0
+        self.group_size = DEFAULT_GROUP_SIZE
+        """The most scores a group of this run got: the size the signal is reckoned for."""
         self._random = random.Random(seed)
         self._groups: OrderedDict[str, _Group] = OrderedDict()
 
@@ -131,9 +155,7 @@ class Curriculum:
         record = self.tasks[index]
         record.draws += 1
         record.last_drawn = self.draws
-        record.groups *= self.policy.memory
-        record.signal_groups *= self.policy.memory
-        record.groups += 1.0
+        record.counts = {score: count * self.policy.memory for score, count in record.counts.items()}
         self._groups[group] = _Group(index)
         while len(self._groups) > MAX_GROUPS_KEPT:
             self._groups.popitem(last=False)
@@ -147,40 +169,53 @@ class Curriculum:
         known = self._groups.get(group)
         if known is None:
             return False
-        record = self.tasks[known.index]
-        record.add(score)
+        self.tasks[known.index].add(score)
         known.scores.append(score)
-        if not known.signal and max(known.scores) != min(known.scores):
-            known.signal = True
-            record.signal_groups += 1.0
+        self.group_size = max(self.group_size, len(known.scores))
         return True
 
-    def seed_measured(self, index: int, plays: int, mean: float, spread: float) -> None:
+    def seed_measured(
+        self,
+        index: int,
+        plays: int,
+        mean: float,
+        spread: float,
+        low: float | None = None,
+        high: float | None = None,
+    ) -> None:
         """Start a task from an evaluation's measure of it (`agent-env eval`'s results.json: its
-        samples' count, mean and spread) as one group: with signal if its samples differed."""
+        samples' count, mean, spread, lowest and highest): its plays as split between the lowest and
+        the highest score so that their mean is `mean` (exact for pass/fail scores)."""
         record = self.tasks.get(index)
         if record is None or plays < 1:
             return
         record.plays, record.mean, record.m2 = plays, mean, spread * spread * plays
-        record.groups += 1.0
-        record.signal_groups += float(spread > 0)
+        low = max(0.0, mean - spread) if low is None else low
+        high = min(1.0, mean + spread) if high is None else high
+        if high - low <= 0 or spread == 0:
+            record.count(mean, float(plays))
+            return
+        share_high = min(1.0, max(0.0, (mean - low) / (high - low)))
+        record.count(high, plays * share_high)
+        record.count(low, plays * (1.0 - share_high))
 
     def seed_from(self, samples: Mapping[int, Iterable[float]]) -> None:
-        """Start from an evaluation's samples: each task's as one group (its scores, and whether they
-        differ)."""
+        """Start from an evaluation's samples: each task's scores, as played."""
         for index, scores in samples.items():
             record = self.tasks.get(index)
-            values = list(scores)
-            if record is None or not values:
+            if record is None:
                 continue
-            for score in values:
+            for score in scores:
                 record.add(score)
-            record.groups += 1.0
-            record.signal_groups += float(max(values) != min(values))
+
+    def signal(self, record: TaskRecord) -> float:
+        """The chance that the task's next group differs (`TaskRecord.signal`, at this run's group
+        size)."""
+        return record.signal(self.group_size, self.policy.unseen)
 
     def weight(self, record: TaskRecord) -> float:
         """A task's weight in the draw (one never played: that of an even chance of signal)."""
-        return self.policy.floor + float(record.signal**self.policy.sharpness)
+        return self.policy.floor + float(self.signal(record) ** self.policy.sharpness)
 
     def table(self) -> list[dict[str, Any]]:
         """Each task's state, most drawn first: what `/metrics` and the end of a run show."""
@@ -190,7 +225,7 @@ class Curriculum:
                 "plays": record.plays,
                 "mean": record.mean,
                 "spread": record.spread,
-                "signal": record.signal,
+                "signal": self.signal(record),
                 "draws": record.draws,
                 "last_drawn": record.last_drawn,
             }
@@ -204,6 +239,7 @@ class Curriculum:
             "policy": asdict(self.policy),
             "seed": self.seed,
             "draws": self.draws,
+            "group_size": self.group_size,
             "random": _random_state(self._random),
             "tasks": {str(index): asdict(record) for index, record in self.tasks.items()},
             "groups": {key: asdict(group) for key, group in self._groups.items()},
@@ -216,6 +252,7 @@ class Curriculum:
         try:
             curriculum = cls(indices, policy=CurriculumPolicy(**state["policy"]), seed=int(state["seed"]))
             curriculum.draws = int(state["draws"])
+            curriculum.group_size = int(state["group_size"])
             curriculum._random.setstate(_random_tuple(state["random"]))
             for key, saved in state["tasks"].items():
                 if int(key) in curriculum.tasks:
@@ -228,7 +265,7 @@ class Curriculum:
         return curriculum
 
     def _pick(self) -> int:
-        unplayed = [index for index, record in self.tasks.items() if record.groups == 0]
+        unplayed = [index for index, record in self.tasks.items() if not record.draws and not record.counts]
         if unplayed and self._random.random() < self.policy.explore:
             return self._random.choice(unplayed)
         indices = list(self.tasks)

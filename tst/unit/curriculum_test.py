@@ -52,7 +52,8 @@ def test_each_rollout_of_a_group_gets_the_group_s_task_and_scores_count_for_it()
     assert curriculum.record("g", 1.0) and curriculum.record("g", 0.0)
     assert not curriculum.record("never-drawn", 1.0)
     record = curriculum.tasks[first]
-    assert (record.plays, record.mean, record.draws, record.signal_groups) == (2, 0.5, 1, 1.0)
+    assert (record.plays, record.mean, record.draws) == (2, 0.5, 1)
+    assert curriculum.signal(record) > 0.9, "two plays that differ: a group of eight likely will too"
 
 
 def test_a_task_solved_rarely_is_drawn_more_often_than_one_always_or_never_solved():
@@ -117,6 +118,40 @@ def test_an_evaluation_s_samples_start_the_counts_so_tasks_with_signal_lead_at_o
     assert all(weights[2] > 3 * weights[other] for other in (0, 1, 3))
 
 
+def test_a_task_with_partial_credit_that_always_scores_alike_has_no_signal_and_one_that_varies_has():
+    curriculum = Curriculum(range(2), seed=0)
+    curriculum.seed_from({0: [0.75] * 8, 1: [0.25, 0.75, 0.75, 0.5] * 2})
+
+    alike, varies = (curriculum.signal(curriculum.tasks[index]) for index in (0, 1))
+
+    assert alike < 0.1 < 0.9 < varies
+
+
+def test_an_evaluation_s_measure_starts_a_task_as_its_samples_would():
+    measured = Curriculum(range(2), seed=0)
+    measured.seed_measured(0, 8, mean=0.25, spread=0.4330127, low=0.0, high=1.0)
+    measured.seed_measured(1, 8, mean=1.0, spread=0.0, low=1.0, high=1.0)
+    sampled = Curriculum(range(2), seed=0)
+    sampled.seed_from({0: [1.0, 1.0] + [0.0] * 6, 1: [1.0] * 8})
+
+    for index in (0, 1):
+        assert measured.signal(measured.tasks[index]) == pytest.approx(sampled.signal(sampled.tasks[index]))
+        assert measured.tasks[index].mean == pytest.approx(sampled.tasks[index].mean)
+
+
+def test_a_task_whose_next_groups_score_alike_loses_its_lead_as_its_early_signal_is_forgotten():
+    curriculum = Curriculum(range(1), policy=CurriculumPolicy(memory=0.5), seed=0)
+    curriculum.seed_from({0: [1.0, 0.0] * 4})
+    before = curriculum.signal(curriculum.tasks[0])
+
+    for group in range(3):
+        curriculum.draw(f"g{group}")
+        for _ in range(GENERATIONS):
+            curriculum.record(f"g{group}", 1.0)
+
+    assert before > 0.9 and curriculum.signal(curriculum.tasks[0]) < 0.5
+
+
 @pytest.mark.parametrize(
     ("knobs", "said"),
     [
@@ -124,6 +159,7 @@ def test_an_evaluation_s_samples_start_the_counts_so_tasks_with_signal_lead_at_o
         ({"sharpness": 0}, "sharpness must be above 0"),
         ({"floor": 0}, "floor must be above 0"),
         ({"memory": 2}, "memory must be above 0 and at most 1"),
+        ({"unseen": 0}, "unseen must be above 0"),
     ],
 )
 def test_a_knob_out_of_its_range_is_refused_naming_it(knobs: dict, said: str):

@@ -194,7 +194,9 @@ class OnlineCurriculum:
         for task in found.tasks:
             measured = task.index < len(self._ids) and self._ids[task.index] == task.id
             if measured and task.mean_score is not None and task.score_std is not None:
-                curriculum.seed_measured(task.index, task.scored, task.mean_score, task.score_std)
+                curriculum.seed_measured(
+                    task.index, task.scored, task.mean_score, task.score_std, task.min_score, task.max_score
+                )
                 started += 1
         self.restore({"splits": {self.split: curriculum.state()}})
         return started
@@ -209,22 +211,19 @@ class OnlineCurriculum:
 
     def table(self, most: int = 20) -> str:
         """The curriculum's state per task, the `most` most drawn first, and how many were played."""
-        tasks = self.state()["splits"].get(self.split, {}).get("tasks", {})
-        rows = sorted(tasks.items(), key=lambda item: (-item[1]["draws"], int(item[0])))
-        played = sum(1 for _, row in rows if row["draws"])
+        saved = self.state()["splits"].get(self.split)
+        rows = Curriculum.from_state(saved, range(len(self._ids))).table() if saved else []
+        played = sum(1 for row in rows if row["draws"])
         lines = [
             f"online curriculum of split '{self.split}': {played} of {len(rows)} tasks drawn",
             f"{'task':<28} {'draws':>5} {'plays':>5} {'mean':>6} {'spread':>6} {'signal':>6} {'last':>5}",
         ]
-        for index, row in rows[:most]:
+        for row in rows[:most]:
             if not row["draws"]:
                 break
-            n = row["plays"]
-            spread = (row["m2"] / n) ** 0.5 if n > 1 else 0.0
-            signal = (row["signal_groups"] + 1) / (row["groups"] + 2)
             lines.append(
-                f"{self._ids[int(index)][:28]:<28} {row['draws']:>5} {n:>5} {row['mean']:>6.3f} "
-                f"{spread:>6.3f} {signal:>6.3f} {row['last_drawn'] or 0:>5}"
+                f"{self._ids[row['index']][:28]:<28} {row['draws']:>5} {row['plays']:>5} {row['mean']:>6.3f} "
+                f"{row['spread']:>6.3f} {row['signal']:>6.3f} {row['last_drawn'] or 0:>5}"
             )
         return "\n".join(lines)
 
