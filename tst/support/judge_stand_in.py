@@ -28,7 +28,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -36,6 +36,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tst.support.judge_answers import GARBAGE
+
+if TYPE_CHECKING:
+    from tst.support.serving import Serve
 
 API_KEY = "sk-judge-stand-in"
 MODEL = "judge-stand-in"
@@ -240,3 +243,9 @@ def _scale(body: dict[str, Any]) -> tuple[int, int]:
 
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": {"message": message, "type": "error", "code": None}}, status_code=status)
+
+
+def started(serve: Serve, **behaviour: Any) -> tuple[JudgeStandIn, str]:
+    """A stand-in judge (`behaviour`: its fields) served on loopback, and its OpenAI base URL."""
+    stand_in = JudgeStandIn(**behaviour)
+    return stand_in, f"{serve(stand_in.app).url}/v1"

@@ -18,7 +18,7 @@ from agent_env import Episode, EpisodeError, Trajectory, TurnResult, load_bundle
 from agent_env.judges import Judging
 from agent_env.judges.groups import GroupInvite
 from agent_env.judges.transcript import CLOSE, OPEN
-from tst.support.judge_stand_in import API_KEY, OBEYED, JudgeStandIn, contains
+from tst.support.judge_stand_in import API_KEY, OBEYED, contains, started
 from tst.support.serving import Serve
 from tst.unit.judges._play import KEY_VARIABLE, judged_bundle
 
@@ -36,11 +36,6 @@ def refuses_silence(context):
 @pytest.fixture(autouse=True)
 def key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_VARIABLE, API_KEY)
-
-
-def started(serve: Serve, **behaviour: Any) -> tuple[JudgeStandIn, str]:
-    stand_in = JudgeStandIn(**behaviour)
-    return stand_in, f"{serve(stand_in.app).url}/v1"
 
 
 def longer_is_better(transcript: dict[str, Any], low: int, high: int) -> tuple[int, str]:

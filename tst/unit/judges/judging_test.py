@@ -15,7 +15,7 @@ import pytest
 from agent_env import ArgumentError
 from agent_env.judges import Judge, JudgeCall, JudgeError, JudgeScale, Judging, Verdict
 from tst.support.addresses import free_port_on
-from tst.support.judge_stand_in import API_KEY, MODEL, JudgeStandIn, contains
+from tst.support.judge_stand_in import API_KEY, MODEL, contains, started
 from tst.support.serving import Serve
 
 pytestmark = pytest.mark.needs("judge_installed", "openenv_installed")
@@ -39,11 +39,6 @@ def judge_at(url: str | None, **fields: Any) -> Judge:
         **fields,
     }
     return Judge(**settings)
-
-
-def started(serve: Serve, **behaviour: Any) -> tuple[JudgeStandIn, str]:
-    stand_in = JudgeStandIn(**behaviour)
-    return stand_in, f"{serve(stand_in.app).url}/v1"
 
 
 def asked(judging: Judging, judge: Judge, *transcripts: dict[str, Any]) -> list[Verdict | JudgeError]:
