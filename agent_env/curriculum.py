@@ -44,6 +44,10 @@ from agent_env._errors import ArgumentError
 
 MAX_GROUPS_KEPT = 4096
 """Groups whose scores are still taken (their rollouts may still be scored): the most recent ones."""
+MAX_GROUP_SCORES = 1024
+"""The most scores one group takes: its rollouts' (TRL's `num_generations` is far below)."""
+FORGOTTEN = 0.01
+"""A score whose decayed count falls below this is dropped from a task's recent plays."""
 DEFAULT_GROUP_SIZE = 8
 """A group's size until a group's scores show it (TRL's default `num_generations`)."""
 UNPLAYED_SIGNAL = 0.5
@@ -155,7 +159,8 @@ class Curriculum:
         record = self.tasks[index]
         record.draws += 1
         record.last_drawn = self.draws
-        record.counts = {score: count * self.policy.memory for score, count in record.counts.items()}
+        decayed = ((score, count * self.policy.memory) for score, count in record.counts.items())
+        record.counts = {score: count for score, count in decayed if count >= FORGOTTEN}
         self._groups[group] = _Group(index)
         while len(self._groups) > MAX_GROUPS_KEPT:
             self._groups.popitem(last=False)
@@ -169,6 +174,8 @@ class Curriculum:
         known = self._groups.get(group)
         if known is None:
             return False
+        if len(known.scores) >= MAX_GROUP_SCORES:
+            raise ArgumentError(f"group '{group}' has the {MAX_GROUP_SCORES} scores a group takes")
         self.tasks[known.index].add(score)
         known.scores.append(score)
         self.group_size = max(self.group_size, len(known.scores))

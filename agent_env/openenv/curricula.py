@@ -76,11 +76,16 @@ class Curricula:
         return CurriculumDrawn(index=index, task_id=task.spec.id, prompt=task.spec.prompt)
 
     def record(self, request: CurriculumScore) -> None:
-        """Count a rollout's score in its group's curriculum; 404 if no draw made that group."""
+        """Count a rollout's score in its group's curriculum; 404 if no draw made that group, 409 once
+        the group has all the scores a group takes (a client that keeps sending holds no more memory)."""
         self._tasks(request.split)
         run = self._runs.get(request.run)
         curriculum = run.splits.get(request.split) if run is not None else None
-        if curriculum is None or not curriculum.record(request.group, request.score):
+        try:
+            recorded = curriculum is not None and curriculum.record(request.group, request.score)
+        except ArgumentError as exc:
+            raise CurriculumRefusedError(409, str(exc)) from None
+        if not recorded:
             raise CurriculumRefusedError(
                 404,
                 f"no group '{request.group}' of run '{request.run}' was drawn here from '{request.split}'",

@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from agent_env import ArgumentError
-from agent_env.curriculum import Curriculum, CurriculumPolicy
+from agent_env.curriculum import MAX_GROUP_SCORES, Curriculum, CurriculumPolicy
 
 ALWAYS, NEVER, RARE = 0, 1, 2
 GENERATIONS = 8
@@ -165,6 +165,29 @@ def test_a_task_whose_next_groups_score_alike_loses_its_lead_as_its_early_signal
 def test_a_knob_out_of_its_range_is_refused_naming_it(knobs: dict, said: str):
     with pytest.raises(ArgumentError, match=said):
         CurriculumPolicy(**knobs)
+
+
+def test_a_group_takes_its_rollouts_scores_and_no_more_so_a_client_that_keeps_sending_holds_no_memory():
+    curriculum = Curriculum([0], seed=0)
+    curriculum.draw("g")
+    for n in range(MAX_GROUP_SCORES):
+        assert curriculum.record("g", (n % 997) / 996)
+
+    with pytest.raises(ArgumentError, match=f"has the {MAX_GROUP_SCORES} scores a group takes"):
+        curriculum.record("g", 1.0)
+    assert curriculum.tasks[0].plays == MAX_GROUP_SCORES
+
+
+def test_scores_not_seen_for_many_draws_are_dropped_from_a_task_s_recent_plays():
+    curriculum = Curriculum([0], seed=0)
+    curriculum.draw("first")
+    for n in range(100):
+        curriculum.record("first", n / 100)
+    for group in range(30):
+        curriculum.draw(f"g{group}")
+        curriculum.record(f"g{group}", 1.0)
+
+    assert list(curriculum.tasks[0].counts) == ["1.000000"]
 
 
 def test_a_score_outside_0_to_1_is_refused():

@@ -13,9 +13,11 @@ from typing import Any
 
 import pytest
 
+import agent_env.curriculum
 from agent_env.curriculum import CurriculumPolicy
+from agent_env.specs import CurriculumDraw, CurriculumScore
 from agent_env.training.trl import CurriculumError, OnlineCurriculum, score_batch
-from agent_env.training.trl.curriculum import STATE_FILE
+from agent_env.training.trl.curriculum import STATE_FILE, holder
 from tst.support.metrics import scrape
 from tst.support.serving import Serve
 from tst.unit.training._trl import Open, dock_task
@@ -138,13 +140,27 @@ def test_a_split_whose_tasks_differ_in_system_prompt_is_refused_saying_why(
 def test_a_score_for_a_group_the_server_never_drew_is_refused(serve: Serve, open_env: Open) -> None:
     env = open_env(serve({"train": tasks()}).url)
     curriculum = env.curriculum(rows=4)
-    from agent_env.specs import CurriculumScore
-    from agent_env.training.trl.curriculum import holder
 
     with pytest.raises(CurriculumError, match=r"no group 'nope' of run"):
         holder(env._fleet.settings).curriculum_score(
             CurriculumScore(run=curriculum.run, split="train", group="nope", score=1.0)
         )
+
+
+def test_a_group_s_scores_past_what_a_group_takes_are_refused_409_saying_so(
+    serve: Serve, open_env: Open, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(agent_env.curriculum, "MAX_GROUP_SCORES", 3)
+    env = open_env(serve({"train": tasks()}).url)
+    curriculum = env.curriculum(rows=4)
+    server = holder(env._fleet.settings)
+    server.curriculum_draw(CurriculumDraw(run=curriculum.run, split="train", group="g"))
+    score = CurriculumScore(run=curriculum.run, split="train", group="g", score=1.0)
+    for _ in range(3):
+        server.curriculum_score(score)
+
+    with pytest.raises(CurriculumError, match="has the 3 scores a group takes"):
+        server.curriculum_score(score)
 
 
 def test_on_a_fleet_the_first_server_draws_for_every_group_and_groups_stay_whole_across_servers(
