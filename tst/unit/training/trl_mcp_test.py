@@ -95,6 +95,7 @@ def test_the_factory_s_probe_episode_is_recorded_labelled_as_the_probe_it_is(
     rollout.reset(**row(env))
     rollout.add_note(text="milk")
     rollout.end_turn()
+    assert rollout.get_reward() == 1.0  # as a trainer does: the score is in before the close
     env.close()
 
     assert until(lambda: len(list(read_trajectories(runs))) == 2)
