@@ -128,7 +128,7 @@ class TaskRecord:
 @dataclass
 class _Group:
     index: int
-    scores: list[float] = field(default_factory=list)
+    scored: int = 0
 
 
 class Curriculum:
@@ -174,11 +174,11 @@ class Curriculum:
         known = self._groups.get(group)
         if known is None:
             return False
-        if len(known.scores) >= MAX_GROUP_SCORES:
+        if known.scored >= MAX_GROUP_SCORES:
             raise ArgumentError(f"group '{group}' has the {MAX_GROUP_SCORES} scores a group takes")
         self.tasks[known.index].add(score)
-        known.scores.append(score)
-        self.group_size = max(self.group_size, len(known.scores))
+        known.scored += 1
+        self.group_size = max(self.group_size, known.scored)
         return True
 
     def seed_measured(
@@ -260,10 +260,12 @@ class Curriculum:
             curriculum = cls(indices, policy=CurriculumPolicy(**state["policy"]), seed=int(state["seed"]))
             curriculum.draws = int(state["draws"])
             curriculum.group_size = int(state["group_size"])
+            if not 1 <= curriculum.group_size <= MAX_GROUP_SCORES:
+                raise ValueError(f"group_size {curriculum.group_size} is not 1 to {MAX_GROUP_SCORES}")
             curriculum._random.setstate(_random_tuple(state["random"]))
             for key, saved in state["tasks"].items():
                 if int(key) in curriculum.tasks:
-                    curriculum.tasks[int(key)] = TaskRecord(**saved)
+                    curriculum.tasks[int(key)] = _checked(TaskRecord(**saved))
             for key, saved in state["groups"].items():
                 if int(saved["index"]) in curriculum.tasks:
                     curriculum._groups[str(key)] = _Group(**saved)
@@ -278,6 +280,14 @@ class Curriculum:
         indices = list(self.tasks)
         weights = [self.weight(self.tasks[index]) for index in indices]
         return self._random.choices(indices, weights=weights)[0]
+
+
+def _checked(record: TaskRecord) -> TaskRecord:
+    """`record` if its recent plays are counts (numbers, 0 or more, finite); ValueError if not."""
+    for score, count in record.counts.items():
+        if not isinstance(count, int | float) or not 0 <= count < math.inf:
+            raise ValueError(f"the count of score {score!r} is not a number of plays: {count!r}")
+    return record
 
 
 def _random_state(generator: random.Random) -> list[Any]:

@@ -107,6 +107,21 @@ def test_what_is_not_a_saved_state_is_refused():
         Curriculum.from_state({"policy": {}}, range(3))
 
 
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"group_size": -3}, "group_size -3 is not 1 to"),
+        ({"tasks": {"0": {"counts": {"1.000000": -1.0}}}}, "is not a number of plays"),
+        ({"tasks": {"0": {"counts": {"1.000000": "many"}}}}, "is not a number of plays"),
+    ],
+)
+def test_a_saved_state_whose_numbers_would_break_the_draw_is_refused_saying_which(change: dict, said: str):
+    state = {**Curriculum(range(3), seed=0).state(), **change}
+
+    with pytest.raises(ArgumentError, match=said):
+        Curriculum.from_state(state, range(3))
+
+
 def test_an_evaluation_s_samples_start_the_counts_so_tasks_with_signal_lead_at_once():
     curriculum = Curriculum(range(4), policy=CurriculumPolicy(explore=0.0), seed=2)
     curriculum.seed_from({0: [1.0] * 8, 1: [0.0] * 8, 2: [1.0, 0.0] * 4, 3: [0.5, 0.5]})
