@@ -261,7 +261,7 @@ class Curriculum:
             curriculum.draws = int(state["draws"])
             curriculum.group_size = int(state["group_size"])
             if not 1 <= curriculum.group_size <= MAX_GROUP_SCORES:
-                raise ValueError(f"group_size {curriculum.group_size} is not 1 to {MAX_GROUP_SCORES}")
+                raise ArgumentError(f"group_size {curriculum.group_size} is not 1 to {MAX_GROUP_SCORES}")
             curriculum._random.setstate(_random_tuple(state["random"]))
             for key, saved in state["tasks"].items():
                 if int(key) in curriculum.tasks:
@@ -283,10 +283,10 @@ class Curriculum:
 
 
 def _checked(record: TaskRecord) -> TaskRecord:
-    """`record` if its recent plays are counts (numbers, 0 or more, finite); ValueError if not."""
+    """`record` if its recent plays are counts (numbers, 0 or more, finite); ArgumentError if not."""
     for score, count in record.counts.items():
         if not isinstance(count, int | float) or not 0 <= count < math.inf:
-            raise ValueError(f"the count of score {score!r} is not a number of plays: {count!r}")
+            raise ArgumentError(f"the count of score {score!r} is not a number of plays: {count!r}")
     return record
 
 
