@@ -12,6 +12,7 @@ from bench import (
     batch_scoring,
     commands,
     crash,
+    curriculum,
     deploy,
     fleet,
     harbor,
@@ -40,6 +41,7 @@ SECTIONS = {
     "trainers": trainers.run,
     "batch": batch_scoring.run,
     "judges": judges.run,
+    "curriculum": curriculum.run,
 }
 
 

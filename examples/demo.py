@@ -403,6 +403,12 @@ def main() -> None:
     parser.add_argument("--sft-steps", type=int, default=Recipe.sft_steps)
     parser.add_argument("--grpo-steps", type=int, default=Recipe.grpo_steps)
     parser.add_argument("--grpo-learning-rate", type=float, default=Recipe.grpo_learning_rate)
+    parser.add_argument(
+        "--generations",
+        type=int,
+        default=Recipe.generations,
+        help="GRPO's rollouts per group (default: %(default)s)",
+    )
     parser.add_argument("--samples", type=int, default=Recipe.samples, help="samples per train task (K)")
     parser.add_argument(
         "--pass-rate",
@@ -425,6 +431,7 @@ def main() -> None:
         sft_steps=options.sft_steps,
         grpo_steps=options.grpo_steps,
         grpo_learning_rate=options.grpo_learning_rate,
+        generations=options.generations,
         samples=options.samples,
         pass_rate=tuple(options.pass_rate),
         curriculum=not options.no_curriculum,

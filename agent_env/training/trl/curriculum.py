@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from agent_env._errors import ArgumentError
 from agent_env.client.taskapi import TaskAPI
 from agent_env.curriculum import Curriculum, CurriculumPolicy
-from agent_env.specs import CurriculumDraw, CurriculumScore, TaskSpec
+from agent_env.specs import CurriculumDraw, CurriculumDrawn, CurriculumScore, TaskSpec
 from agent_env.training.trl.fleet import FleetSettings, resolve
 from agent_env.training.trl.selection import read_results
 
@@ -74,11 +74,13 @@ def asked_by(row: Mapping[str, Any]) -> Asked | None:
 
 
 class _Groups:
-    """Which group a curriculum reset belongs to, in this process: the resets of one slot in a row."""
+    """Which group a curriculum reset belongs to, in this process: the resets of one slot in a row;
+    and the task drawn for it, so that only a group's first reset asks the server."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last: dict[str, tuple[int, str]] = {}
+        self._drawn: dict[str, tuple[str, CurriculumDrawn]] = {}
 
     def key(self, run: str, slot: int) -> str:
         with self._lock:
@@ -86,6 +88,16 @@ class _Groups:
             if last is None or last[0] != slot:
                 last = self._last[run] = (slot, f"{slot}-{uuid.uuid4().hex[:16]}")
             return last[1]
+
+    def drawn(self, run: str, group: str) -> CurriculumDrawn | None:
+        """The task drawn for `group`, if it is the run's latest group and was drawn here."""
+        with self._lock:
+            held = self._drawn.get(run)
+            return held[1] if held is not None and held[0] == group else None
+
+    def keep(self, run: str, group: str, task: CurriculumDrawn) -> None:
+        with self._lock:
+            self._drawn[run] = (group, task)
 
 
 _GROUPS = _Groups()
@@ -112,13 +124,18 @@ def holder(fleet: FleetSettings) -> TaskAPI:
         return api
 
 
-def draw(fleet: FleetSettings, asked: Asked) -> tuple[str, Any]:
-    """The group key of a curriculum reset, and the task drawn for its group."""
+def draw(fleet: FleetSettings, asked: Asked) -> tuple[str, CurriculumDrawn]:
+    """The group key of a curriculum reset, and the task drawn for its group: asked of the server at
+    the group's first reset (it answers a key's every asking alike, so the later ones need not ask)."""
     group = _GROUPS.key(asked.run, asked.slot)
-    request = CurriculumDraw(
-        run=asked.run, split=asked.split, group=group, policy=asked.policy, seed=asked.seed
-    )
-    return group, holder(fleet).curriculum_draw(request)
+    task = _GROUPS.drawn(asked.run, group)
+    if task is None:
+        request = CurriculumDraw(
+            run=asked.run, split=asked.split, group=group, policy=asked.policy, seed=asked.seed
+        )
+        task = holder(fleet).curriculum_draw(request)
+        _GROUPS.keep(asked.run, group, task)
+    return group, task
 
 
 def report(fleet: FleetSettings, run: str, split: str, group: str, score: float) -> None:

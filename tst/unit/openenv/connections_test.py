@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from agent_env._errors import ArgumentError
-from agent_env.openenv import BackgroundServer, ConnectionLimits, build_served_app
+from agent_env.openenv import BackgroundServer, ConnectionLimits, build_served_app, connections
 from agent_env.openenv.connections import (
     DEFAULT_MAX_CONNECTIONS,
     ConnectionGuard,
@@ -252,3 +252,24 @@ def test_a_websocket_counts_as_its_clients_connection_until_it_closes(server: Ba
 
     assert answer["type"] == "state"
     assert until(lambda: server.guard.clients() == {})
+
+
+def test_each_connection_the_server_accepts_sends_its_answers_without_waiting_for_the_clients_ack(
+    patient_server: BackgroundServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nagle's algorithm off: with it on, an answer whose head and body are two writes waits for the
+    client's delayed ACK, about 40 ms each keep-alive request (the listening socket of
+    `socket.create_server` is one asyncio leaves it on)."""
+    accepted: list[socket.socket] = []
+    real_made = connections._GuardedHttp.connection_made
+
+    def made(protocol: connections._GuardedHttp, transport: asyncio.BaseTransport) -> None:
+        real_made(protocol, transport)
+        accepted.append(transport.get_extra_info("socket"))
+
+    monkeypatch.setattr(connections._GuardedHttp, "connection_made", made)
+    with httpx.Client(base_url=patient_server.url, trust_env=False, timeout=ANSWER_S) as client:
+        assert [client.get("/health").status_code for _ in range(3)] == [200, 200, 200]
+
+    assert len(accepted) == 1, "the three requests share one keep-alive connection"
+    assert accepted[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import agent_env.curriculum
+from agent_env.client.taskapi import TaskAPI
 from agent_env.curriculum import CurriculumPolicy
 from agent_env.specs import CurriculumDraw, CurriculumScore
 from agent_env.training.trl import CurriculumError, OnlineCurriculum, score_batch
@@ -79,6 +80,28 @@ def test_a_group_s_rollouts_all_get_its_task_whose_first_message_reset_returns(
     ]
     assert len(set(opened)) == 1 and opened[0] in MESSAGES
     assert len(curriculum.dataset) == 16 and len(set(curriculum.dataset["curriculum_slot"])) == 16
+
+
+def test_only_a_group_s_first_reset_asks_the_server_for_its_task(
+    serve: Serve, open_env: Open, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = open_env(serve({"train": tasks()}).url)
+    curriculum = env.curriculum(seed=0, rows=16)
+    asked: list[CurriculumDraw] = []
+    real_draw = TaskAPI.curriculum_draw
+
+    def counted(api: TaskAPI, request: CurriculumDraw) -> Any:
+        asked.append(request)
+        return real_draw(api, request)
+
+    monkeypatch.setattr(TaskAPI, "curriculum_draw", counted)
+    environments = [env.factory() for _ in range(GENERATIONS)]
+
+    first = [environment.reset(**curriculum.dataset[0]) for environment in environments]
+    second = [environment.reset(**curriculum.dataset[1]) for environment in environments]
+
+    assert len(set(first)) == 1 and len(set(second)) == 1
+    assert len(asked) == 2 and asked[0].group != asked[1].group
 
 
 def test_the_server_draws_a_rarely_solved_task_more_often_than_one_always_or_never_solved(
