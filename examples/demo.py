@@ -1,7 +1,7 @@
 """The project's main job: a tiny model learns a skill and carries it to tasks it never saw, on the CPU.
 
-    python examples/demo.py                   # make demo: offline; about 4 minutes on 2 idle cores
-    python examples/demo.py --no-curriculum   #   with the offline filter alone (the curriculum adds ~2/3)
+    python examples/demo.py                   # make demo: offline; under 5 minutes on 2 idle cores
+    python examples/demo.py --no-curriculum   #   with the offline filter alone
     python examples/demo.py --grpo-steps 100  # a longer GRPO stage (about 1 minute more)
 
 The bundle is the depot (`examples/depot`): 480 train tasks and 120 held-out ones (store, move or ship
@@ -71,7 +71,7 @@ class Recipe:
     pass_rate: tuple[float, float] = (0.1, 0.9)
     grpo_steps: int = 30
     grpo_batch: int = 32
-    generations: int = 8
+    generations: int = 16
     grpo_learning_rate: float = 2e-4
     max_completion_length: int = 96
     max_tool_calling_iterations: int = 3
@@ -376,7 +376,7 @@ def plot(report: Report, to: Path) -> Path | None:
     for offset, split, label in ((-0.2, "train", "train"), (0.2, "eval", "held-out")):
         positions = [i + offset for i in range(len(names))]
         stages.bar(positions, [found[split] for _, found in report.stages], width=0.4, label=label)
-    stages.set_xticks(range(len(names)), names)
+    stages.set_xticks(range(len(names)), [name.replace(", ", ",\n") for name in names])
     stages.set(title="greedy mean score per stage", ylabel="score", ylim=(0, 1.05))
     stages.legend()
     figure.tight_layout()
