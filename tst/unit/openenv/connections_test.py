@@ -271,5 +271,5 @@ def test_each_connection_the_server_accepts_sends_its_answers_without_waiting_fo
     with httpx.Client(base_url=patient_server.url, trust_env=False, timeout=ANSWER_S) as client:
         assert [client.get("/health").status_code for _ in range(3)] == [200, 200, 200]
 
-    assert len(accepted) == 1, "the three requests share one keep-alive connection"
-    assert accepted[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        assert len(accepted) == 1, "the three requests share one keep-alive connection"
+        assert accepted[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0, "read while it is open"
