@@ -13,7 +13,7 @@ answer is seen. The step-ordered model then samples each train task K times; `da
 tasks whose samples differ in score, and GRPOTrainer trains on them through `env.factory`. Held-out
 scores are greedy. Seeds are fixed, torch runs deterministic algorithms on one thread and the
 evaluations play one prompt at a time: the scores are the same on every run. The numbers are in
-docs/guides/training.md ("A multi-step task family").
+docs/experiments.md ("A multi-step task family").
 """
 
 from __future__ import annotations
