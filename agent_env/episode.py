@@ -504,7 +504,7 @@ class Episode:
         assert isinstance(instance, Env)
         self._envs[env.name] = instance
         self._check_alive()
-        await call_maybe_async(instance.setup, self.task.seed.get(env.name, {}))
+        await call_maybe_async(instance.setup, env.seed_for(self.task.seed.get(env.name, {})))
 
     def _check_alive(self) -> None:
         if self.state in _RELEASING:

@@ -177,12 +177,17 @@ class ToolDefinitionError(AgentEnvError):
 
 
 class EnvDefinitionError(AgentEnvError):
-    """An env class with tools whose schemas cannot be built; `errors` has one entry per tool."""
+    """An env class with tools whose schemas cannot be built (`errors`, one entry per tool), or whose
+    `setup` declares a seed that cannot be validated (`seed`: its line and why)."""
 
-    def __init__(self, env: str, errors: Iterable[ToolDefinitionError]) -> None:
+    def __init__(
+        self, env: str, errors: Iterable[ToolDefinitionError], seed: tuple[int, str] | None = None
+    ) -> None:
         self.env = env
         self.errors = tuple(errors)
-        super().__init__(f"env '{env}': " + "; ".join(map(str, self.errors)))
+        self.seed = seed
+        reasons = [*map(str, self.errors), *([seed[1]] if seed else [])]
+        super().__init__(f"env '{env}': " + "; ".join(reasons))
 
 
 class SandboxUnavailableError(AgentEnvError, RuntimeError):

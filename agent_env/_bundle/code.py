@@ -59,6 +59,8 @@ def python_envs(folder: BundleFolder, package: str) -> dict[str, EnvSpec]:
                 line = f":{error.line}" if error.line else ""
                 for reason in error.reasons:
                     folder.problem(f"{where}{line}", f"tool '{error.tool}': {reason}")
+            if exc.seed is not None:
+                folder.problem(f"{where}:{exc.seed[0]}", exc.seed[1])
     return envs
 
 

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from agent_env._bundle.checks import check_access, checked_user, checked_verifiers, hint
 from agent_env._bundle.folder import BundleFolder, too_long_a_prompt
 from agent_env._bundle.judges import BundleJudges
+from agent_env.env import EnvSpec
 from agent_env.errors import validation_problems
 from agent_env.mcp.spec import McpEnvSpec
 from agent_env.task import Agent, BundleConfig, FileSource, Task, TaskEntry
@@ -132,6 +133,7 @@ def _task(
                 f"seed names env '{env}', an MCP server every episode shares (a url): it takes no "
                 "task's seed; seed a stdio server (given AGENT_ENV_SEED), or keep its data on the server",
             )
+    _check_seeds(folder, place, entry.seed, agent, envs)
     check_access(folder, place, entry.modify_env_tool_access, agent, envs, roles)
     verifiers = defined.judges.resolved(
         place, checked_verifiers(folder, place, entry, agent, envs, defined.functions)
@@ -160,6 +162,23 @@ def _task(
         sandbox_settings=config.sandbox,
         user=user,
     )
+
+
+def _check_seeds(
+    folder: BundleFolder, place: str, seed: Mapping[str, Any], agent: Agent, envs: Mapping[str, AnyEnvSpec]
+) -> None:
+    """Each of the agent's envs whose `setup` declares its seed's shape gets a seed of that shape (an
+    env the task seeds nothing gets `{}`): a wrong one is found here, not at the first reset."""
+    for name in agent.envs:
+        env = envs.get(name)
+        if not isinstance(env, EnvSpec) or env.seed_shape is None:
+            continue
+        try:
+            env.seed_for(seed.get(name, {}))
+        except ValidationError as exc:
+            declared = f"(the seed {env.cls.__name__}.setup declares)"
+            for message in validation_problems(exc, noun="field"):
+                folder.problem(f"{place}: seed['{name}']", f"{message} {declared}")
 
 
 def _files(folder: BundleFolder, place: str, files: Mapping[str, str | FileSource]) -> dict[str, bytes]:

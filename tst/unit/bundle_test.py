@@ -813,3 +813,92 @@ def test_a_bundle_none_of_whose_tasks_loads_is_refused_even_when_skipping(tmp_pa
         "tasks/: no task loads (each of the 2 task lines listed here has a problem), so skipping those "
         "that do not leaves nothing: fix them"
     )
+
+
+TYPED_SHELF = '''
+from agent_env import Env, tool
+from pydantic import BaseModel, Field
+
+
+class Book(BaseModel):
+    title: str
+    pages: int = Field(ge=1)
+
+
+class ShelfSeed(BaseModel):
+    books: list[Book] = []
+
+
+class Shelf(Env):
+    """Books on a shelf, seeded by the shape its setup declares."""
+
+    def setup(self, seed: ShelfSeed) -> None:
+        self.books = [book.title for book in seed.books]
+        self.seeded_as = type(seed).__name__
+
+    def items(self):
+        return list(self.books)
+
+    @tool
+    def put_book(self, title: str) -> str:
+        """Put a book on the shelf.
+
+        Args:
+            title: The book's title.
+        """
+        self.books.append(title)
+        return "ok"
+'''
+
+
+def test_a_seed_of_the_wrong_shape_for_a_typed_setup_is_refused_at_load_naming_line_and_field(tmp_path):
+    tasks = {
+        "train": [
+            a_task(id="good", seed={"shelf": {"books": [{"title": "Emma", "pages": 474}]}}),
+            a_task(id="bad", seed={"shelf": {"books": [{"title": "Emma", "pages": "many"}]}}),
+            a_task(id="missing", seed={"shelf": {"books": [{"pages": 3}]}}),
+        ]
+    }
+
+    problems = problems_of(make_bundle(tmp_path / "b", envs={"shelf": TYPED_SHELF}, tasks=tasks))
+
+    assert len(problems) == 2, problems
+    assert problems[0].startswith("tasks/train.jsonl:2 (task 'bad'): seed['shelf']: field 'books.0.pages'")
+    assert "(the seed Shelf.setup declares)" in problems[0]
+    assert problems[1].startswith(
+        "tasks/train.jsonl:3 (task 'missing'): seed['shelf']: field 'books.0.title'"
+    )
+    assert "is required" in problems[1]
+
+
+def test_a_typed_setup_is_given_its_seed_validated_as_the_declared_model(tmp_path):
+    seed = {"shelf": {"books": [{"title": "Emma", "pages": 474}]}}
+    verifiers = [{"type": "items", "env": "shelf", "expected": ["Emma", "Dune", "seeded as ShelfSeed"]}]
+    tasks = {"train": [a_task(seed=seed, verifiers=verifiers)]}
+    listing = TYPED_SHELF.replace(
+        "return list(self.books)", "return [*self.books, f'seeded as {self.seeded_as}']"
+    )
+    episode = Episode(
+        load_bundle(make_bundle(tmp_path / "b", envs={"shelf": listing}, tasks=tasks)).task("train", 0)
+    )
+
+    async def main():
+        try:
+            await episode.deploy()
+            await episode.call_tool("put_book", {"title": "Dune"})
+            return await episode.end_turn("Shelved.")
+        finally:
+            await episode.teardown()
+
+    assert asyncio.run(main()).score == 1.0
+
+
+def test_a_seed_annotation_that_does_not_resolve_is_reported_at_its_line_with_the_fix(tmp_path):
+    broken = TYPED_SHELF.replace("def setup(self, seed: ShelfSeed)", "def setup(self, seed: 'NoSuchSeed')")
+
+    line = next(n for n, text in enumerate(broken.splitlines(), 1) if "def setup" in text)
+
+    (problem,) = problems_of(make_bundle(tmp_path / "b", envs={"shelf": broken}))
+
+    assert problem.startswith(f"envs/shelf.py:{line}: the annotation of setup's 'seed' does not resolve")
+    assert "import the type it names at the module's top level" in problem
