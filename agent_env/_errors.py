@@ -49,3 +49,8 @@ class ArgumentTypeError(AgentEnvError, TypeError):
 class StateError(AgentEnvError, RuntimeError):
     """A call on something that cannot take it now (closed, torn down, stopped, not yet entered): the
     message says what to do."""
+
+
+class TimedOutError(AgentEnvError, TimeoutError):
+    """Something agent_env waited for did not happen in time (a server that did not start or stop):
+    the message says what and how long it waited. Still the TimeoutError callers catch."""

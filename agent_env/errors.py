@@ -10,7 +10,8 @@
       ToolDefinitionError, EnvDefinitionError, SandboxUnavailableError (RuntimeError)
       ArgumentError (ValueError), ArgumentTypeError (TypeError)  an argument a caller gave that
                                       cannot be used; StateError (RuntimeError): a call on something
-                                      closed, torn down or stopped. No module raises a bare built-in.
+                                      closed, torn down or stopped; TimedOutError (TimeoutError):
+                                      a wait past its time. No module raises a bare built-in.
       (and each area's own: the trainer's, eval's, MCP's, the viewer's, ...)
 
 `ErrorCode` is every code an error observation can carry, with what it means and whether it ends
@@ -33,6 +34,7 @@ from agent_env._errors import (  # their home is a leaf: see there
     ArgumentError as ArgumentError,
     ArgumentTypeError as ArgumentTypeError,
     StateError as StateError,
+    TimedOutError as TimedOutError,
 )
 
 

@@ -55,8 +55,8 @@ class Gate:
     def hold(self) -> None:
         self._open.clear()
 
-    def wait_reached(self, timeout: float = 10.0) -> bool:
-        return self.reached.wait(timeout)
+    def wait_reached(self, timeout_s: float = 10.0) -> bool:
+        return self.reached.wait(timeout_s)
 
     @property
     def waiting(self) -> int:
@@ -148,11 +148,11 @@ class FakeTask:
         with self._lock:
             return [e for e in self.episodes if e.state not in (EpisodeState.NEW, EpisodeState.TORN_DOWN)]
 
-    def wait_all_torn_down(self, timeout: float = 10.0) -> bool:
-        """Whether every episode begun so far is torn down within `timeout` seconds."""
+    def wait_all_torn_down(self, timeout_s: float = 10.0) -> bool:
+        """Whether every episode begun so far is torn down within `timeout_s` seconds."""
         with self._lock:
             begun = [self._gone[id(e)] for e in self.episodes if e.state is not EpisodeState.NEW]
-        return all(gone.wait(timeout) for gone in begun)
+        return all(gone.wait(timeout_s) for gone in begun)
 
     def _tool(self, function: Callable[..., Any] | Tool) -> Tool:
         """The tool, passing its gate (looked up at each call, so a test may set it later) first."""

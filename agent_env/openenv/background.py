@@ -14,7 +14,7 @@ from typing import Any
 import uvicorn
 from starlette.types import ASGIApp
 
-from agent_env._errors import StateError
+from agent_env._errors import StateError, TimedOutError
 from agent_env.openenv.app import DEFAULT_MAX_CONCURRENT_ENVS
 from agent_env.openenv.connections import ConnectionGuard, ConnectionLimits
 
@@ -69,7 +69,7 @@ class BackgroundServer:
                 raise StateError(f"the server on {self.url} stopped while starting: see its log above")
             if time.monotonic() > deadline:
                 self.stop()
-                raise TimeoutError(f"the server on {self.url} did not start within {timeout_s:g} s")
+                raise TimedOutError(f"the server on {self.url} did not start within {timeout_s:g} s")
             time.sleep(_STARTED_POLL_S)
         return self
 
@@ -80,7 +80,7 @@ class BackgroundServer:
             self._thread.join(timeout_s)
         self._socket.close()
         if self._thread.is_alive():
-            raise TimeoutError(f"the server on {self.url} did not shut down within {timeout_s:g} s")
+            raise TimedOutError(f"the server on {self.url} did not shut down within {timeout_s:g} s")
 
     @property
     def running(self) -> bool:

@@ -21,7 +21,7 @@ from agent_env._errors import StateError
 from agent_env._private.openenv_core import Environment, EnvironmentMetadata
 from agent_env.errors import ErrorCode
 from agent_env.openenv.context import ServerContext, TaskLookupError
-from agent_env.openenv.session import EpisodeSession
+from agent_env.openenv.episode_session import EpisodeSession
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, AgentEnvState
 from agent_env.served import ServedTask
 from agent_env.specs import SolutionSpec

@@ -329,9 +329,9 @@ def test_wait_all_torn_down_tells_whether_every_begun_episode_is_torn_down_withi
     tearing_down = on(loop, episode.teardown())
     assert gate.wait_reached(WAIT_S)
 
-    while_held = task.wait_all_torn_down(timeout=0.05)
+    while_held = task.wait_all_torn_down(timeout_s=0.05)
     gate.release()
-    once_released = task.wait_all_torn_down(timeout=WAIT_S)
+    once_released = task.wait_all_torn_down(timeout_s=WAIT_S)
 
     assert (while_held, once_released) == (False, True)
     tearing_down.result(WAIT_S)

@@ -11,7 +11,7 @@ import pytest
 from agent_env.episode import Episode, EpisodeState
 from agent_env.openenv import AgentEnvAction, build_served_app
 from agent_env.openenv.context import ServerContext
-from agent_env.openenv.session import EpisodeSession
+from agent_env.openenv.episode_session import EpisodeSession
 from agent_env.served import ServedTask
 from agent_env.testing import FakeTask, fake_served
 from tst.support.serving import Connect, Serve
