@@ -43,6 +43,18 @@ def names_loopback(host: str) -> bool:
     return address is not None and address.is_loopback
 
 
+def binds_loopback(host: str) -> bool:
+    """Whether a server bound to `host` (brackets and a final dot aside) listens on this machine's
+    loopback alone: `localhost` or a loopback address. The one rule `agent-env serve` and the viewer
+    decide by whether a token or `--host` consent is needed. Other names are not resolved, so a name
+    that happens to resolve to loopback today is not taken on trust."""
+    name, _ = _name_and_port(host if host.count(":") < 2 or host.startswith("[") else f"[{host}]")
+    if name == "localhost":
+        return True
+    address = _address(name)
+    return address is not None and address.is_loopback
+
+
 @dataclass(frozen=True)
 class AllowedHosts:
     """The names a server answers to besides loopback and IP literals; `refusal` applies the rule."""

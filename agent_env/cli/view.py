@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sys
 
-from agent_env.view import ViewError, ViewServer, is_loopback
+from agent_env._origins import binds_loopback
+from agent_env.view import ViewError, ViewServer
 
 DEFAULT_HOST = "127.0.0.1"
 
@@ -35,7 +36,7 @@ def view(folder: str, *, host: str | None, port: int) -> int:
     count = len(listing.episodes)
     print(f"agent-env view: {count} episode{'' if count == 1 else 's'} in {folder}{skipped}", flush=True)
     print(f"agent-env view: serving at {server.url} (Ctrl-C stops)", flush=True)
-    if not is_loopback(bind):
+    if not binds_loopback(bind):
         print(
             f"agent-env view: {bind} is not loopback: anyone who reaches it sees every episode",
             file=sys.stderr,

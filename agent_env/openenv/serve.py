@@ -13,7 +13,6 @@ are cancelled, and their episodes torn down all the same.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import socket
 import sys
@@ -24,6 +23,7 @@ from typing import TextIO
 import uvicorn
 
 from agent_env._errors import ArgumentError
+from agent_env._origins import binds_loopback
 from agent_env.bundle import Bundle, load_bundle
 from agent_env.judges.judging import Judging
 from agent_env.openenv.app import build_app, resolve_max_concurrent_envs
@@ -72,7 +72,7 @@ def serve(
     asks. `limits` (default: `ConnectionLimits.for_sessions` of the capacity) bound its connections.
     """
     guarded = resolve_token(token) is not None
-    if not guarded and not insecure_no_token and not _loopback(host):
+    if not guarded and not insecure_no_token and not binds_loopback(host):
         raise ArgumentError(_unguarded_refusal(host))
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -131,7 +131,7 @@ def serve(
 
 def exposure_warning(host: str, *, guarded: bool) -> str | None:
     """What to tell whoever serves on `host`, when it is not a loopback address."""
-    if _loopback(host):
+    if binds_loopback(host):
         return None
     if guarded:
         who = "whoever reaches it with the token"
@@ -148,15 +148,6 @@ def _unguarded_refusal(host: str) -> str:
         "as `Authorization: Bearer <token>`; to serve there without a token all the same, pass "
         "--insecure-no-token"
     )
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _skipped(bundle: Bundle) -> str:

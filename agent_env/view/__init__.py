@@ -3,7 +3,7 @@ library alone; the page (HTML, JS, CSS) ships in the package and fetches nothing
 
 from agent_env.view.api import FilterError, Filters
 from agent_env.view.folder import Listing, Recorded, SkippedLine, TrajectoryFolder, ViewError
-from agent_env.view.server import ViewServer, is_loopback
+from agent_env.view.server import ViewServer
 
 __all__ = [
     "FilterError",
@@ -14,5 +14,4 @@ __all__ = [
     "TrajectoryFolder",
     "ViewError",
     "ViewServer",
-    "is_loopback",
 ]

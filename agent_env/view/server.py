@@ -8,7 +8,6 @@ read it through a DNS name rebound to 127.0.0.1.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import socket
 import threading
@@ -20,7 +19,7 @@ from typing import Any, Self, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from agent_env._errors import ArgumentError
-from agent_env._origins import names_loopback
+from agent_env._origins import binds_loopback, names_loopback
 from agent_env.view import api
 from agent_env.view.folder import TrajectoryFolder
 
@@ -39,26 +38,13 @@ _HEADERS = {
 }
 
 
-def is_loopback(host: str) -> bool:
-    """Whether every address `host` names is this machine's loopback."""
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        pass
-    try:
-        found = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except OSError:
-        return False
-    return bool(found) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in found)
-
-
 class ViewServer:
     """Serves the page over the trajectories in `where` until stopped (`port=0` takes a free port)."""
 
     def __init__(
         self, where: str | Path, *, host: str = "127.0.0.1", port: int = 0, remote: bool = False
     ) -> None:
-        if not remote and not is_loopback(host):
+        if not remote and not binds_loopback(host):
             raise ArgumentError(
                 f"{host} is not a loopback address: the viewer serves only this machine unless "
                 "asked to serve beyond it (remote=True; `agent-env view --host` on the command line)"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_env._origins import ALLOWED_HOSTS_VARIABLE, AllowedHosts, names_loopback
+from agent_env._errors import ArgumentError
+from agent_env._origins import ALLOWED_HOSTS_VARIABLE, AllowedHosts, binds_loopback, names_loopback
 
 
 @pytest.mark.parametrize(
@@ -85,3 +86,46 @@ def test_the_allowed_hosts_come_from_the_environment_when_none_are_given(
 def test_an_allowed_host_that_is_not_a_bare_name_is_refused_saying_what_one_is(bad: str) -> None:
     with pytest.raises(ValueError, match=r"bare name.*--allow-host"):
         AllowedHosts.of([bad])
+
+
+BIND_HOSTS = {
+    "127.0.0.1": True,
+    "127.0.0.2": True,
+    "::1": True,
+    "[::1]": True,
+    "localhost": True,
+    "localhost.": True,
+    "LOCALHOST": True,
+    "0.0.0.0": False,
+    "::": False,
+    "[::]": False,
+    "192.168.1.7": False,
+    "app.localhost": False,
+    "agent-env.example": False,
+    "": False,
+}
+
+
+@pytest.mark.parametrize(("host", "loopback"), BIND_HOSTS.items())
+def test_a_bind_address_is_loopback_by_one_rule_whether_brackets_or_a_final_dot(
+    host: str, loopback: bool
+) -> None:
+    assert binds_loopback(host) is loopback
+
+
+def test_serve_and_the_viewer_judge_every_bind_address_by_that_rule(tmp_path) -> None:
+    from agent_env.openenv.serve import exposure_warning
+    from agent_env.view import ViewServer
+
+    def viewer_refuses(host: str) -> bool:
+        try:
+            ViewServer(tmp_path, host=host, port=0).stop()
+        except ArgumentError:
+            return True
+        except OSError:  # a loopback name this machine cannot bind (no IPv6): not refused
+            return False
+        return False
+
+    for host, loopback in BIND_HOSTS.items():
+        assert (exposure_warning(host, guarded=True) is None) is loopback, host
+        assert viewer_refuses(host) is not loopback, host
