@@ -42,15 +42,6 @@ warnings.filterwarnings("ignore", category=FutureWarning)  # transformers' own r
 
 DEPOT = Path(__file__).resolve().parent / "depot"
 SPLITS = ("train", "eval")
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-TEMPLATE_TOKENS = [
-    "<tool_call>",
-    "</tool_call>",
-    "<tool_response>",
-    "</tool_response>",
-    "<think>",
-    "</think>",
-]
 LABEL_CHARACTERS = r"[A-Z](?=[0-9])|[0-9]+"
 """A label's letter and its number: tokens of their own, so a held-out label is made of known tokens."""
 
@@ -96,70 +87,6 @@ class Report:
     signal_unfiltered: float | None = None
     curriculum_rewards: list[float] = field(default_factory=list)
     curriculum_signal: list[float] = field(default_factory=list)
-
-
-def tokenizer_for(texts: list[str], vocab: int, isolate: str | None = None) -> Any:
-    """A byte-level BPE trained on `texts` with merges across words (no pre-splitting regex), so a
-    tool schema every prompt repeats costs a few tokens; Qwen's chat template, as TRL bundles it.
-    Text matching `isolate` (a regex) is never merged with its neighbours."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-    from trl.chat_template_utils import qwen3_chat_template
-
-    core = Tokenizer(models.BPE())
-    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    core.pre_tokenizer = (
-        byte_level
-        if isolate is None
-        else pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(isolate), "isolated"), byte_level])
-    )
-    core.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab,
-        special_tokens=SPECIALS + TEMPLATE_TOKENS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    core.train_from_iterator(texts or ["x"], trainer)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>", padding_side="left"
-    )
-    tokenizer.add_tokens(TEMPLATE_TOKENS)
-    tokenizer.chat_template = qwen3_chat_template
-    return tokenizer
-
-
-def tiny_model(tokenizer: Any, recipe: Recipe) -> Any:
-    import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
-
-    torch.manual_seed(recipe.seed)
-    config = Qwen3Config(
-        vocab_size=len(tokenizer),
-        hidden_size=recipe.hidden,
-        intermediate_size=2 * recipe.hidden,
-        num_hidden_layers=recipe.layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=recipe.hidden // 4,
-        max_position_embeddings=4096,
-        tie_word_embeddings=True,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=None,
-    )
-    model = Qwen3ForCausalLM(config)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    return model
-
-
-def rendered(demonstrations: Any) -> list[str]:
-    """The demonstrations as the chat template renders them: what the tokenizer learns its merges on."""
-    template = tokenizer_for([], 300)
-    return [
-        template.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False)
-        for row in demonstrations
-    ]
 
 
 def measure(
@@ -444,7 +371,7 @@ def run(bundle: Path, recipe: Recipe, out: Path) -> Report:
     """Every stage of the loop, each printed as it ends; the report they fill."""
     import torch
 
-    from agent_env.training.trl import AgentEnv
+    from agent_env.training.trl import AgentEnv, tiny_model_for
 
     torch.manual_seed(recipe.seed)
     started, report = time.monotonic(), Report()
@@ -455,9 +382,15 @@ def run(bundle: Path, recipe: Recipe, out: Path) -> Report:
     sessions = trainers * recipe.grpo_batch + recipe.eval_concurrency
     with AgentEnv.local(bundle, max_concurrent_envs=sessions, record=out / "training") as env:
         demonstrations = env.demonstrations("train")
-        prompts = [row["prompt"][-1]["content"] for row in env.dataset]  # undemonstrated wordings too
-        tokenizer = tokenizer_for(rendered(demonstrations) + prompts, recipe.vocab, recipe.isolate)
-        model = tiny_model(tokenizer, recipe)
+        model, tokenizer = tiny_model_for(  # its tokenizer learns the undemonstrated wordings too
+            env,
+            "train",
+            vocab=recipe.vocab,
+            isolate=recipe.isolate,
+            hidden=recipe.hidden,
+            layers=recipe.layers,
+            seed=recipe.seed,
+        )
         parameters = sum(p.numel() for p in model.parameters())
         print(f"{env}: {len(env.dataset)} train tasks, {len(env.dataset_for('eval'))} held-out", flush=True)
         print(f"a tiny Qwen3 of {parameters / 1e6:.2f}M parameters, a {len(tokenizer)}-token BPE", flush=True)

@@ -17,8 +17,13 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
     os.environ[variable] = "1"
 
 
-from agent_env.training.trl import AgentEnv  # noqa: E402
-from examples.demo import Recipe, fine_tune, reinforce, rendered, scores, tiny_model, tokenizer_for  # noqa: E402
+from agent_env.training.trl import (  # noqa: E402
+    AgentEnv,
+    rendered,
+    tiny_model,
+    tiny_tokenizer,
+)
+from examples.demo import Recipe, fine_tune, reinforce, scores  # noqa: E402
 from tst.support.wharf import WHARF  # noqa: E402
 
 RECIPE = Recipe(
@@ -47,8 +52,8 @@ def test_grpo_through_agentenv_raises_the_train_score_of_a_tiny_model_warmed_up_
 ) -> None:
     with AgentEnv.local(WHARF, max_concurrent_envs=RECIPE.grpo_batch * 8) as env:
         demonstrations = env.demonstrations("train")
-        tokenizer = tokenizer_for(rendered(demonstrations), RECIPE.vocab, RECIPE.isolate)
-        model = tiny_model(tokenizer, RECIPE)
+        tokenizer = tiny_tokenizer(rendered(demonstrations), vocab=RECIPE.vocab, isolate=RECIPE.isolate)
+        model = tiny_model(tokenizer, hidden=RECIPE.hidden, layers=RECIPE.layers, seed=RECIPE.seed)
         fine_tune(model, tokenizer, demonstrations, RECIPE, tmp_path)
         after_sft = scores(env.url, model, tokenizer, RECIPE, tmp_path, "sft")["train"]
 

@@ -29,16 +29,18 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
     os.environ[variable] = "1"
 
 from agent_env.client.tools import END_TURN  # noqa: E402
-from agent_env.training.trl import AgentEnv  # noqa: E402
+from agent_env.training.trl import (  # noqa: E402
+    AgentEnv,
+    rendered,
+    tiny_model,
+    tiny_tokenizer,
+)
 from agent_env.training.trl.demonstrations import features  # noqa: E402
 from examples.demo import (  # noqa: E402
     Recipe,
     fine_tune,
     measure,
     reinforce,
-    rendered,
-    tiny_model,
-    tokenizer_for,
 )
 
 HELPDESK = Path(__file__).resolve().parents[2] / "examples" / "helpdesk"
@@ -108,10 +110,14 @@ def test_step_ordered_rows_teach_what_flattened_ones_do_not_and_grpo_on_tasks_wi
         flat = datasets.Dataset.from_list(
             [{**row, "messages": flattened(row["messages"])} for row in step_ordered], features=features()
         )
-        tokenizer = tokenizer_for(rendered(step_ordered) + rendered(flat), RECIPE.vocab, RECIPE.isolate)
+        tokenizer = tiny_tokenizer(
+            rendered(step_ordered) + rendered(flat), vocab=RECIPE.vocab, isolate=RECIPE.isolate
+        )
         models = {}
         for shape, rows in (("flattened", flat), ("step-ordered", step_ordered)):
-            models[shape] = tiny_model(tokenizer, RECIPE)
+            models[shape] = tiny_model(
+                tokenizer, hidden=RECIPE.hidden, layers=RECIPE.layers, seed=RECIPE.seed
+            )
             fine_tune(models[shape], tokenizer, rows, RECIPE, tmp_path / shape)
         after_sft = {
             shape: held_out(env, model, tokenizer, tmp_path / shape) for shape, model in models.items()

@@ -27,16 +27,18 @@ import pytest
 for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TRL_EXPERIMENTAL_SILENCE"):
     os.environ[variable] = "1"
 
-from agent_env.training.trl import AgentEnv  # noqa: E402
+from agent_env.training.trl import (  # noqa: E402
+    AgentEnv,
+    rendered,
+    tiny_model,
+    tiny_tokenizer,
+)
 from examples.demo import (  # noqa: E402
     DEPOT,
     Recipe,
     fine_tune,
     measure,
     reinforce,
-    rendered,
-    tiny_model,
-    tokenizer_for,
 )
 from examples.depot.generate import UNDEMONSTRATED, WORDINGS, labels, make_split, ship  # noqa: E402
 
@@ -102,8 +104,10 @@ def test_grpo_on_tasks_without_reference_plays_raises_the_held_out_score_in_thei
     with AgentEnv.local(bundle, max_concurrent_envs=RECIPE.grpo_batch + RECIPE.eval_concurrency) as env:
         demonstrations = env.demonstrations("train")
         prompts = [row["prompt"][-1]["content"] for row in env.dataset]
-        tokenizer = tokenizer_for(rendered(demonstrations) + prompts, RECIPE.vocab, RECIPE.isolate)
-        model = tiny_model(tokenizer, RECIPE)
+        tokenizer = tiny_tokenizer(
+            rendered(demonstrations) + prompts, vocab=RECIPE.vocab, isolate=RECIPE.isolate
+        )
+        model = tiny_model(tokenizer, hidden=RECIPE.hidden, layers=RECIPE.layers, seed=RECIPE.seed)
         fine_tune(model, tokenizer, demonstrations, RECIPE, tmp_path)
 
         def held_out(stage: str) -> dict[str, float]:

@@ -51,6 +51,7 @@ from agent_env.training.trl.errors import (  # noqa: E402
 from agent_env.training.trl.fleet import FleetSettings  # noqa: E402
 from agent_env.training.trl.groups import GroupsWithSignal  # noqa: E402
 from agent_env.training.trl.selection import Unmeasured, tasks_with_signal  # noqa: E402
+from agent_env.training.trl.tiny import rendered, tiny_model, tiny_model_for, tiny_tokenizer  # noqa: E402
 
 __all__ = [
     "DEFAULT_RESET_TIMEOUT_S",
@@ -76,8 +77,12 @@ __all__ = [
     "UnknownSplitError",
     "Unmeasured",
     "UnsupportedToolError",
+    "rendered",
     "score_batch",
     "tasks_with_signal",
+    "tiny_model",
+    "tiny_model_for",
+    "tiny_tokenizer",
 ]
 
 
