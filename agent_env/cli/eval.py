@@ -235,7 +235,7 @@ def _target_and_split(args: argparse.Namespace, token: str | None, err: Any) -> 
         from agent_env.client.taskapi import TaskAPI
 
         target = args.target
-        api = TaskAPI(target, token=token)
+        api = TaskAPI(args.target, token=token)
         try:
             splits = api.splits()
         finally:
