@@ -3,8 +3,8 @@
 Behind the `eval` extra (`pip install 'agentenv-framework[eval]'`). A policy turns the conversation
 and the tools into an assistant message; `OpenAIPolicy` is one for any OpenAI-compatible
 chat-completions endpoint, `TransformersPolicy` a local Hugging Face model (torch and trl, the
-trainer's, imported only when one is made), `ScriptedPolicy` a task's reference play. Samples play
-over the same session client the trainer uses.
+trainer's, imported only when one is made), `ScriptedPolicy` a task's reference play
+(`ReferencePolicy` each task's). Samples play over the same session client the trainer uses.
 
 Importing this package checks only the part of the extra every policy needs (the `trl` extra's
 client); each name loads with its module when first used (`agent_env._lazy`), so the player and the
@@ -35,11 +35,12 @@ if _typing.TYPE_CHECKING:
         Message as Message,
         Policy as Policy,
         PolicyError as PolicyError,
+        TaskPolicies as TaskPolicies,
         ToolCall as ToolCall,
     )
     from agent_env.eval.results import EvalResult as EvalResult, TaskResult as TaskResult
     from agent_env.eval.run import RESULTS_FILE as RESULTS_FILE, Progress as Progress, evaluate as evaluate
-    from agent_env.eval.scripted import ScriptedPolicy as ScriptedPolicy
+    from agent_env.eval.scripted import ReferencePolicy as ReferencePolicy, ScriptedPolicy as ScriptedPolicy
 else:
     _lazy_exports(
         __name__,
@@ -54,10 +55,11 @@ else:
                 "Message",
                 "Policy",
                 "PolicyError",
+                "TaskPolicies",
                 "ToolCall",
             ],
             "agent_env.eval.results": ["EvalResult", "TaskResult"],
             "agent_env.eval.run": ["RESULTS_FILE", "Progress", "evaluate"],
-            "agent_env.eval.scripted": ["ScriptedPolicy"],
+            "agent_env.eval.scripted": ["ReferencePolicy", "ScriptedPolicy"],
         },
     )

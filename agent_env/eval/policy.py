@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from agent_env._errors import AgentEnvError
+from agent_env.specs import TaskSpec
 
 Message = dict[str, Any]
 
@@ -65,3 +66,12 @@ class Policy(Protocol):
     """Anything that answers a conversation, given the tools it may call."""
 
     def __call__(self, messages: list[Message], tools: list[dict[str, Any]]) -> AssistantMessage: ...
+
+
+@runtime_checkable
+class TaskPolicies(Protocol):
+    """A policy made afresh for each sample, knowing its task, as a script needs (a `ScriptedPolicy`
+    keeps its place, and each task has its own): `evaluate` asks `for_task(task)` once per sample,
+    and leaves out a task it answers None for."""
+
+    def for_task(self, task: TaskSpec) -> Policy | None: ...

@@ -19,7 +19,7 @@ from agent_env._errors import ArgumentError
 from agent_env.bundle import Bundle, load_bundle, names_a_bundle
 from agent_env.client.tokens import resolve_token
 from agent_env.eval.play import PlaySettings, play_sample
-from agent_env.eval.policy import Policy
+from agent_env.eval.policy import Policy, TaskPolicies
 from agent_env.eval.results import EvalResult, eval_result
 from agent_env.recording import TrajectoryRecorder
 from agent_env.specs import TaskSpec
@@ -45,7 +45,7 @@ class Progress:
 
 def evaluate(
     target: str | Path | Bundle,
-    policy: Policy,
+    policy: Policy | TaskPolicies,
     *,
     split: str | None = DEFAULT_SPLIT,
     samples: int = 1,
@@ -60,7 +60,8 @@ def evaluate(
     """Play each task of `split` `samples` times with `policy`; the result, per task and in total.
 
     `split=None` plays the target's only split when it has one (a Harbor dataset's `train`), else
-    `eval`; the result's `split` says which."""
+    `eval`; the result's `split` says which. A `TaskPolicies` (`ReferencePolicy`) makes each sample's
+    policy for its task; a task it has none for is left out."""
     if samples < 1 or concurrency < 1:
         raise ArgumentError(f"samples and concurrency must be >= 1, got {samples} and {concurrency}")
     token = resolve_token(token)
@@ -68,15 +69,16 @@ def evaluate(
     with _Target(target, token, concurrency) as served:
         split = split if split is not None else served.default_split()
         tasks = served.tasks(split)
-        jobs = [task for _ in range(samples) for task in tasks]
+        jobs = [job for _ in range(samples) for task in tasks if (job := _job(task, policy)) is not None]
         recorder = TrajectoryRecorder(out) if out is not None else None
         tally = _Tally(len(jobs), progress)
 
-        def one(task: TaskSpec) -> Trajectory:
+        def one(job: tuple[TaskSpec, Policy]) -> Trajectory:
+            task, playing = job
             trajectory = play_sample(
                 served.url,
                 task,
-                policy,
+                playing,
                 model=model,
                 settings=settings,
                 token=token,
@@ -108,6 +110,14 @@ def evaluate(
     if out is not None:
         Path(out, RESULTS_FILE).write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return result
+
+
+def _job(task: TaskSpec, policy: Policy | TaskPolicies) -> tuple[TaskSpec, Policy] | None:
+    """One sample of `task` and the policy that plays it; None when a `TaskPolicies` has none for it."""
+    if isinstance(policy, TaskPolicies):
+        playing = policy.for_task(task)
+        return None if playing is None else (task, playing)
+    return task, policy
 
 
 class _Tally:

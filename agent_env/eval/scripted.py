@@ -4,17 +4,19 @@ Each step of a turn is one answer: its calls, made together (a step of one call 
 a call that needs the previous one's result); the next step is answered once the results are in, in
 the conversation the policy is handed, as a model sees them. Once the turn's steps are played, it
 ends the turn with `end_turn` and the turn's reply, an answer of its own. What the tools answer is
-the server's: `play_sample` plays a script as it plays any policy.
+the server's: `play_sample` plays a script as it plays any policy. `ReferencePolicy` plays each task's
+reference play, a `ScriptedPolicy` per sample, so that a bundle's eval can be tried before any model.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from agent_env.client.tools import END_TURN
 from agent_env.eval.policy import AssistantMessage, Message, PolicyError, ToolCall
-from agent_env.specs import Solution
+from agent_env.specs import Solution, TaskSpec
 
 
 class ScriptedPolicy:
@@ -36,6 +38,23 @@ class ScriptedPolicy:
                 "asked for another: write one turn per turn of the task"
             )
         return answer
+
+
+class ReferencePolicy:
+    """Plays each task's reference play, `solutions` by task id (`load_solutions(bundle, split)`):
+    `evaluate` gets a fresh `ScriptedPolicy` per sample, and leaves out a task without one, which
+    `left_out` then names."""
+
+    def __init__(self, solutions: Mapping[str, Solution]) -> None:
+        self.solutions = dict(solutions)
+        self.left_out: list[str] = []
+        """The ids of the tasks asked for that have no reference play, each once, in the order asked."""
+
+    def for_task(self, task: TaskSpec) -> ScriptedPolicy | None:
+        script = self.solutions.get(task.id)
+        if script is None and task.id not in self.left_out:
+            self.left_out.append(task.id)
+        return None if script is None else ScriptedPolicy(script)
 
 
 def _answers(script: Solution) -> list[AssistantMessage]:
