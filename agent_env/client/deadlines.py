@@ -5,6 +5,12 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+DEFAULT_RESET_TIMEOUT_S = 300.0
+"""The deadline of a reset (deploy) and of an end_turn (the last one runs the verifiers): the one
+default of every client, the trainer's `AgentEnv` and eval's `PlaySettings` alike."""
+DEFAULT_TOOL_TIMEOUT_S = 60.0
+"""The deadline of a tool call, unless the caller names the tool or the tool lists its own."""
+
 
 @dataclass(frozen=True)
 class Deadlines:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from agent_env._errors import ArgumentError, StateError
 from agent_env._private.threading_exit import at_exit
 from agent_env._renamed import renamed_arguments
-from agent_env.client.deadlines import Deadlines
+from agent_env.client.deadlines import DEFAULT_RESET_TIMEOUT_S, DEFAULT_TOOL_TIMEOUT_S, Deadlines
 from agent_env.client.session import GRACE_S
 from agent_env.client.taskapi import TaskAPI
 from agent_env.client.tools import offered_tools
@@ -71,11 +71,6 @@ if TYPE_CHECKING:
     from agent_env.openenv import BackgroundServer
     from agent_env.sandbox.base import SandboxProvider
     from agent_env.trajectory import Trajectory
-
-DEFAULT_RESET_TIMEOUT_S = 300.0
-"""The deadline of a reset (deploy) and of an end_turn (the last one runs the verifiers)."""
-DEFAULT_TOOL_TIMEOUT_S = 60.0
-"""The deadline of a tool call, unless `tool_timeouts` names the tool or the tool lists its own."""
 
 PROBE_LABEL = "agent_env: the factory's probe, listing the tools of toolset {toolset}"
 """The label of the episode a factory plays only to list a toolset's tools (an MCP env's, known only
