@@ -201,13 +201,4 @@ else:
             "agent_env.users": ["SimulatedUser", "UserContext"],
         },
         eager=["__version__"],
-        renamed={
-            "Outcome": "EpisodeOutcome",
-            "PlayResult": "ReplayResult",
-            "Script": "Solution",
-            "Served": "ServedTasks",
-            "TurnEnd": "TurnResult",
-            "play": "replay",
-            "serve_bundle": "served_tasks",
-        },
     )

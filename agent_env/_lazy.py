@@ -20,15 +20,9 @@ from typing import Any
 
 class _LazyPackage(types.ModuleType):
     _exports: dict[str, str]
-    _old_names: dict[str, str]
 
     def __getattr__(self, name: str) -> Any:
         module = self._exports.get(name)
-        if module is None and name in self._old_names:
-            from agent_env._renamed import warn_renamed  # only when an old name is used
-
-            warn_renamed(self.__name__, name, self._old_names[name])
-            return getattr(self, self._old_names[name])
         if module is None:
             raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(module), name)
@@ -51,14 +45,11 @@ def lazy_exports(
     exports: Mapping[str, Sequence[str]],
     *,
     eager: Sequence[str] = (),
-    renamed: Mapping[str, str] | None = None,
 ) -> None:
     """Make `package` (its `__name__`) load each name of `exports` (module -> names) when first read,
-    and list them, with the names it defines itself (`eager`), as its `__all__`. An old name of
-    `renamed` (old -> new) still answers, with a DeprecationWarning, and is not listed."""
+    and list them, with the names it defines itself (`eager`), as its `__all__`."""
     where = {name: module for module, names in exports.items() for name in names}
     target = sys.modules[package]
     target.__dict__["_exports"] = where
-    target.__dict__["_old_names"] = dict(renamed or {})
     target.__dict__["__all__"] = sorted([*where, *eager])
     target.__class__ = _LazyPackage

@@ -547,9 +547,3 @@ async def _close(instance: EnvInstance) -> None:
         await instance.close()
     else:
         await run_in_own_thread(instance.close)
-
-
-def __getattr__(name: str) -> Any:
-    from agent_env._renamed import old_name
-
-    return old_name(__name__, name, {"TurnEnd": "TurnResult"})

@@ -129,9 +129,3 @@ class EpisodeOutcome:
         if self.kind == "failed":
             return f"failed {self.code}: {self.reason}"
         return f"abandoned: {self.reason}" if self.reason else "abandoned"
-
-
-def __getattr__(name: str) -> Any:
-    from agent_env._renamed import old_name
-
-    return old_name(__name__, name, {"Outcome": "EpisodeOutcome"})

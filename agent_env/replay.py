@@ -12,7 +12,6 @@ import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from agent_env.bundle import Bundle
 from agent_env.episode import Episode
@@ -121,9 +120,3 @@ def load_solutions(bundle: Bundle, split: str) -> dict[str, Solution]:
     """The reference plays of `split` by task id (checked when the bundle loaded); empty when the
     bundle keeps none."""
     return dict(bundle.solutions.get(split, {}))
-
-
-def __getattr__(name: str) -> Any:
-    from agent_env._renamed import old_name
-
-    return old_name(__name__, name, {"play": "replay", "PlayResult": "ReplayResult"})

@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from agent_env._errors import ArgumentError
 from agent_env.bundle import Bundle, load_bundle
@@ -72,9 +71,3 @@ def served_tasks(
         )
         for split, tasks in loaded.splits.items()
     }
-
-
-def __getattr__(name: str) -> Any:
-    from agent_env._renamed import old_name
-
-    return old_name(__name__, name, {"serve_bundle": "served_tasks", "Served": "ServedTasks"})

@@ -255,9 +255,3 @@ def tasks_fingerprint(splits: Mapping[str, Sequence[TaskSpec]], *, content: str 
     covered: dict[str, Any] = listed if content is None else {"splits": listed, "content": content}
     text = json.dumps(covered, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
-def __getattr__(name: str) -> Any:
-    from agent_env._renamed import old_name
-
-    return old_name(__name__, name, {"Script": "Solution"})

@@ -11,8 +11,6 @@ its web interface, `agent_env._private.openenv_core`).
 
 from __future__ import annotations
 
-import typing as _typing
-
 from agent_env.training.trl._require import require_trl_extra as _require_trl_extra
 
 _require_trl_extra()
@@ -84,9 +82,3 @@ __all__ = [
     "tiny_model_for",
     "tiny_tokenizer",
 ]
-
-
-def __getattr__(name: str) -> _typing.Any:
-    from agent_env._renamed import old_name
-
-    return old_name(__name__, name, {"GRACE_SECONDS": "GRACE_S"})

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from agent_env._errors import ArgumentError, StateError
 from agent_env._private.threading_exit import at_exit
-from agent_env._renamed import renamed_arguments
 from agent_env.client.deadlines import DEFAULT_RESET_TIMEOUT_S, DEFAULT_TOOL_TIMEOUT_S, Deadlines
 from agent_env.client.session import GRACE_S
 from agent_env.client.taskapi import TaskAPI
@@ -82,13 +81,6 @@ def probe_label(toolset: str) -> str:
     return PROBE_LABEL.format(toolset=toolset)[:MAX_LABEL_LENGTH]
 
 
-_OLD_ARGUMENTS = {
-    "reset_timeout": "reset_timeout_s",
-    "tool_timeout": "tool_timeout_s",
-    "connect_timeout": "connect_timeout_s",
-}
-"""`AgentEnv`'s keyword arguments renamed for the `_s` every other duration in seconds ends with."""
-
 Factory = type | dict[str, type]
 log = logging.getLogger("agent_env.training.trl")
 
@@ -109,9 +101,8 @@ class AgentEnv:
     Deadlines, in seconds: `reset_timeout_s` bounds each reset (the deploy) and each end_turn (the
     last runs the verifiers); a tool call gets `tool_timeouts[name]` if it names the tool, else the
     deadline the tool declares (`@tool(timeout_s=...)`, bash's from the sandbox's), else
-    `tool_timeout_s`; `connect_timeout_s` bounds opening a session. (`reset_timeout`, `tool_timeout`
-    and `connect_timeout` are their old names: still taken, with a DeprecationWarning.) The server
-    cuts a call off at the smaller of what it is sent and the tool's own.
+    `tool_timeout_s`; `connect_timeout_s` bounds opening a session. The server cuts a call off at
+    the smaller of what it is sent and the tool's own.
     `label` (a run's name, say) goes with every reset, and a server that records trajectories writes
     it into each.
     """
@@ -128,13 +119,7 @@ class AgentEnv:
         connect_timeout_s: float = 10.0,
         token: str | Mapping[str, str] | None = None,
         label: str | None = None,
-        **renamed: float,
     ) -> None:
-        if renamed:
-            new = renamed_arguments("AgentEnv", renamed, _OLD_ARGUMENTS)
-            reset_timeout_s = new.get("reset_timeout_s", reset_timeout_s)
-            tool_timeout_s = new.get("tool_timeout_s", tool_timeout_s)
-            connect_timeout_s = new.get("connect_timeout_s", connect_timeout_s)
         if label is not None and not 0 < len(label) <= MAX_LABEL_LENGTH:
             raise ArgumentError(f"label must be 1 to {MAX_LABEL_LENGTH} characters, got {label!r}")
         for name, seconds in [

@@ -32,7 +32,6 @@ SHARED_WITH_THE_SERVER = {
     "agent_env._errors",
     "agent_env._extras",
     "agent_env._lazy",
-    "agent_env._renamed",
     "agent_env._private",
     "agent_env._private.openenv_client",
     "agent_env._private.openenv_core",
@@ -47,10 +46,10 @@ SHARED_WITH_THE_SERVER = {
 }
 """agent_env's modules the trainer's side may load besides its own and the client's: what the wire
 contract (`agent_env.client.wire`) stands on (its error codes, their root and the name rules), the
-package inits above it (and the old names they still answer), the fences of what it relies on, the
-deadlines both sides keep, the online curriculum's policy (its knobs, which the trainer chooses and the
-server runs: plain data and arithmetic, no engine), and the server package's init with its check of
-OpenEnv's version, which loads no module of the server."""
+package inits above it, the fences of what it relies on, the deadlines both sides keep, the online
+curriculum's policy (its knobs, which the trainer chooses and the server runs: plain data and
+arithmetic, no engine), and the server package's init with its check of OpenEnv's version, which
+loads no module of the server."""
 
 TRAINER_SIDE = ("agent_env.training", "agent_env.client")
 """The trainer's own modules and the client they stand on (which eval stands on too)."""

@@ -590,21 +590,6 @@ def test_a_toolset_listed_by_playing_one_of_its_tasks_brings_the_deadlines_its_t
     assert environment.get_reward() == 1.0
 
 
-def test_agent_env_s_old_deadline_keywords_still_work_warning_with_the_new_name(serve: Serve) -> None:
-    url = serve({"train": [dock_task()]}).url
-
-    with pytest.warns(DeprecationWarning, match=r"AgentEnv\(reset_timeout=...\) is renamed reset_timeout_s"):
-        env = AgentEnv(url, reset_timeout=42, tool_timeout_s=7)
-    try:
-        assert (env.reset_timeout_s, env.tool_timeout_s) == (42.0, 7.0)
-    finally:
-        env.close()
-    with pytest.raises(TypeError, match="unexpected keyword argument 'reset_timeout_seconds'"):
-        AgentEnv(url, reset_timeout_seconds=42)
-
-
-def test_grace_seconds_is_grace_s_now_and_the_old_name_warns() -> None:
-    import agent_env.training.trl as trl
-
-    with pytest.warns(DeprecationWarning, match="GRACE_SECONDS is renamed GRACE_S"):
-        assert trl.GRACE_SECONDS == trl.GRACE_S == 5.0
+def test_a_deadline_keyword_without_its_s_is_a_type_error_naming_it_before_any_server_is_asked() -> None:
+    with pytest.raises(TypeError, match="unexpected keyword argument 'reset_timeout'"):
+        AgentEnv("http://127.0.0.1:9", reset_timeout=42)
