@@ -10,7 +10,6 @@ is `docs/trajectory.schema.json`, which a test keeps equal to `Trajectory.model_
 
 from __future__ import annotations
 
-import importlib
 import uuid
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -206,11 +205,3 @@ def _turn(turns: list[dict[str, Any]], number: int, prompts: Sequence[str]) -> d
             _turn_record(number, prompts[number - 1] if number <= len(prompts) else "", len(prompts))
         )
     return turns[-1]
-
-
-def __getattr__(name: str) -> Any:
-    """`trajectory_of`, still importable from here: its home is agent_env.recording, loaded by name on
-    first use (as agent_env._lazy does) so that this schema never imports the episode."""
-    if name == "trajectory_of":
-        return importlib.import_module("agent_env.recording").trajectory_of
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

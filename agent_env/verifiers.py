@@ -8,7 +8,6 @@ score aggregates its verifiers: a weighted mean, or all-pass (1 only when every 
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import traceback
@@ -323,11 +322,3 @@ def _as_score(name: str, value: Any) -> float:
         ErrorCode.VERIFIER_FAILED,
         f"verifier function '{name}' returned {value!r}; return a number in [0, 1] or a bool",
     )
-
-
-def __getattr__(name: str) -> Any:
-    """`VerifierContext`, still importable from here: its home is agent_env.contexts (which imports the
-    Task, which imports this module), loaded by name on first use as agent_env._lazy does."""
-    if name == "VerifierContext":
-        return importlib.import_module("agent_env.contexts").VerifierContext
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,6 @@ something else than a message ends the episode unscored (`USER_FAILED`).
 from __future__ import annotations
 
 import asyncio
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -95,11 +94,3 @@ class SimulatedUser:
         return EpisodeError(
             ErrorCode.USER_FAILED, f"the simulated user ({self.label}) {what}: the episode ended unscored"
         )
-
-
-def __getattr__(name: str) -> Any:
-    """`UserContext`, still importable from here: its home is agent_env.contexts (which imports the Task,
-    which imports this module), loaded by name on first use as agent_env._lazy does."""
-    if name == "UserContext":
-        return importlib.import_module("agent_env.contexts").UserContext
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -227,9 +227,6 @@ def test_an_import_against_a_rule_is_found_wherever_it_sits(tmp_path: Path) -> N
 
 def test_a_name_moved_to_cut_a_circle_is_still_importable_from_its_first_home() -> None:
     moved = {
-        ("agent_env.trajectory", "trajectory_of"): "agent_env.recording",
-        ("agent_env.verifiers", "VerifierContext"): "agent_env.contexts",
-        ("agent_env.users.spec", "UserContext"): "agent_env.contexts",
         ("agent_env.sandbox.docker", "docker_client"): "agent_env.sandbox.docker_engine",
         ("agent_env.sandbox.docker", "INSTALL_HINT"): "agent_env.sandbox.docker_engine",
         ("agent_env.sandbox.docker_image", "SANDBOX_LABEL"): "agent_env.sandbox.docker_engine",
