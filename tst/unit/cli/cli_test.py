@@ -56,6 +56,27 @@ def test_check_lists_every_problem_and_exits_1_for_a_broken_bundle(tmp_path):
     )
 
 
+def test_check_reports_a_tool_without_a_docstring_once_not_again_for_each_task_and_solution_of_its_agent(
+    tmp_path,
+):
+    bundle = shutil.copytree(EXAMPLE, tmp_path / "wharf")
+    dock = bundle / "envs" / "dock.py"
+    source = dock.read_text()
+    start = source.index("    def move_crate")
+    documented = source[start : source.index("        if crate not in self.crates", start)]
+    dock.write_text(source.replace(documented, "    def move_crate(self, crate: str, to_bay: Bay) -> str:\n"))
+
+    done = agent_env("check", bundle)
+
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[1:] == [
+        f"  envs/dock.py:{source[:start].count(chr(10))}: tool 'move_crate': "
+        "has no docstring summary; say what the tool does in its first line, then describe each argument "
+        "under Args: ('crate: ...', 'to_bay: ...')"
+    ]
+    assert done.stderr.startswith(f"BundleError: 1 problem in {bundle}")
+
+
 def test_tasks_prints_a_table_of_index_id_toolset_and_turns():
     done = agent_env("tasks", EXAMPLE, "--split", "eval")
 
