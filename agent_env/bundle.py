@@ -36,7 +36,7 @@ from agent_env._bundle.code import module_package, public_functions, python_envs
 from agent_env._bundle.folder import BundleFolder
 from agent_env._bundle.judges import BundleJudges
 from agent_env._bundle.solutions import read_solutions
-from agent_env._bundle.tasks import Definitions, read_splits
+from agent_env._bundle.tasks import Definitions, Splits, read_splits
 from agent_env._digest import folder_digest
 from agent_env._extras import installed
 from agent_env.errors import (
@@ -207,11 +207,12 @@ class _Loader:
         functions = public_functions(self.folder, package, "verifiers.py")
         users = public_functions(self.folder, package, "users.py")
         agents: dict[str, Agent] = checked_agents(self.folder, config, envs) if config else {}
-        splits: dict[str, tuple[Task, ...]] = {}
+        read = Splits({}, {})
         if config:
             judges = BundleJudges(self.folder, config.judges)
-            splits = read_splits(self.folder, Definitions(config, envs, agents, functions, users, judges))
-        solutions = read_solutions(self.folder, splits)
+            read = read_splits(self.folder, Definitions(config, envs, agents, functions, users, judges))
+        splits = read.tasks
+        solutions = read_solutions(self.folder, read)
         skipped = self._skipped(splits) if self.skip and self.folder.problems else ()
         if self.folder.problems or config is None or content is None:
             raise self.fail()

@@ -45,7 +45,7 @@ from agent_env.sandbox.base import OnHost, Sandbox, SandboxProvider
 from agent_env.sandbox.registry import sandbox_provider
 from agent_env.task import Task
 from agent_env.toolset import Shell, Toolset
-from agent_env.verifiers import EnvInstance, Judgement, Verifier, aggregate
+from agent_env.verifiers import EnvInstance, Judgement, Verifier, aggregate, verifier_place
 
 if TYPE_CHECKING:
     from agent_env.judges.groups import GroupInvite, GroupSeat
@@ -313,8 +313,8 @@ class Episode:
             await self._seal()
             context = replace(self._context(VerifierContext), group_seat=seat)
             judged = [
-                await self._score(number, verifier, context)
-                for number, verifier in enumerate(self.task.verifiers, 1)
+                await self._score(index, verifier, context)
+                for index, verifier in enumerate(self.task.verifiers)
             ]
         finally:
             if seat is not None:
@@ -363,7 +363,7 @@ class Episode:
             message = f"task '{self.task.id}': its sandbox could not be sealed for its verifiers: {exc}"
             raise self._failed(EpisodeError(ErrorCode.VERIFIER_FAILED, message)) from exc
 
-    async def _score(self, number: int, verifier: Verifier, context: VerifierContext) -> Judgement:
+    async def _score(self, index: int, verifier: Verifier, context: VerifierContext) -> Judgement:
         """One verifier's score; one that raises fails the episode, named where its author finds it,
         its traceback in the log."""
         try:
@@ -372,10 +372,9 @@ class Episode:
             raise self._failed(exc) from None
         except Exception as exc:
             where = verifier.where_it_raised(exc)
-            log.error("verifier %d of task '%s', %s, raised", number, self.task.id, where, exc_info=exc)
-            message = (
-                f"verifier {number} of task '{self.task.id}', {where}, failed: {type(exc).__name__}: {exc}"
-            )
+            place = verifier_place(index)
+            log.error("%s of task '%s', %s, raised", place, self.task.id, where, exc_info=exc)
+            message = f"{place} of task '{self.task.id}', {where}, failed: {type(exc).__name__}: {exc}"
             raise self._failed(EpisodeError(ErrorCode.VERIFIER_FAILED, message)) from exc
 
     async def _next_prompt(self) -> str | None:

@@ -418,6 +418,7 @@ def trajectory_of(episode: Episode, *, client: str | None = None) -> Trajectory:
             details = list(event.details) or ["" for _ in event.verifier_scores]
             verifiers = [
                 {"type": verifier.spec.type, "weight": verifier.spec.weight, "score": score}
+                | ({"name": verifier.name} if verifier.name != verifier.spec.type else {})
                 | ({"components": dict(named)} if named else {})
                 | ({"detail": detail} if detail else {})
                 for verifier, score, named, detail in zip(

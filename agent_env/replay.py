@@ -42,19 +42,19 @@ class ReplayResult:
     not compared)."""
 
     def why(self, verifiers: Sequence[str]) -> str:
-        """Why the play scored what it did, in a line: its error, else each verifier's score (named by
-        `verifiers`, their types in the task's order) and the first call that failed."""
+        """Why the play scored what it did, in a line: its error, else each verifier's score (headed by
+        `verifiers`, their `verifier_labels` in the task's order) and the first call that failed."""
         if self.error is not None:
             return self.error
         scores = zip(verifiers, self.verifier_scores, strict=False)
-        parts = [", ".join(f"{name} {score:g}" for name, score in scores) or "not scored"]
+        parts = [", ".join(f"{name}: {score:g}" for name, score in scores) or "not scored"]
         if self.failed_call is not None:
             parts.append(f"first failed call: {self.failed_call}")
         return "; ".join(parts)
 
     def said(self, verifiers: Sequence[str]) -> str:
-        """What the verifiers said beside their scores, each under its name (`verifiers`, their types
-        in the task's order), its text indented; "" when none said anything."""
+        """What the verifiers said beside their scores, each under its label (`verifiers`, their
+        `verifier_labels` in the task's order), its text indented; "" when none said anything."""
         return "\n".join(
             f"{name} said:\n" + textwrap.indent(detail, "  ")
             for name, detail in zip(verifiers, self.verifier_details, strict=False)

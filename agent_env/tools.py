@@ -120,14 +120,14 @@ class Tool:
             reasons.append(problem)
         if problem := _timeout_problem(timeout_s):
             reasons.append(problem)
-        description, documented = _read_docstring(function, reasons)
+        parameters = list(inspect.signature(function).parameters.values())[1 if method else 0 :]
+        description, documented = _read_docstring(function, parameters, reasons)
         try:
             hints = typing.get_type_hints(function, include_extras=True)
         except Exception as exc:
             raise ToolDefinitionError(name, [*reasons, f"its type hints cannot be resolved ({exc})"]) from exc
-        parameters = list(inspect.signature(function).parameters.values())[1 if method else 0 :]
         fields = _argument_fields(parameters, hints, documented, reasons)
-        for extra in sorted(set(documented) - {p.name for p in parameters}):
+        for extra in sorted(set(documented or ()) - {p.name for p in parameters}):
             reasons.append(f"documents argument '{extra}', which the signature does not have")
 
         try:
@@ -200,12 +200,20 @@ class Tool:
         return render_result(result)
 
 
-def _read_docstring(function: Callable[..., Any], reasons: list[str]) -> tuple[str, dict[str, str]]:
-    """The tool's description and each argument's, from a Google-style docstring."""
+def _read_docstring(
+    function: Callable[..., Any], parameters: list[inspect.Parameter], reasons: list[str]
+) -> tuple[str, dict[str, str] | None]:
+    """The tool's description and each argument's, from a Google-style docstring; None for the
+    arguments' when there is no docstring at all, whose one reason then names every argument to
+    describe too (one mistake, one reason, not one more for each argument)."""
+    text = inspect.getdoc(function) or ""
+    if not text.strip():
+        named = [f"'{p.name}: ...'" for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        then = f", then describe each argument under Args: ({', '.join(named)})" if named else ""
+        reasons.append(f"has no docstring summary; say what the tool does in its first line{then}")
+        return "", None
     try:
-        doc = docstring_parser.parse(
-            inspect.getdoc(function) or "", style=docstring_parser.DocstringStyle.GOOGLE
-        )
+        doc = docstring_parser.parse(text, style=docstring_parser.DocstringStyle.GOOGLE)
     except docstring_parser.ParseError as exc:
         reasons.append(
             f"its docstring is not Google style ({exc}); write a summary line, then 'Args:' with "
@@ -219,9 +227,13 @@ def _read_docstring(function: Callable[..., Any], reasons: list[str]) -> tuple[s
 
 
 def _argument_fields(
-    parameters: list[inspect.Parameter], hints: dict[str, Any], documented: dict[str, str], reasons: list[str]
+    parameters: list[inspect.Parameter],
+    hints: dict[str, Any],
+    documented: dict[str, str] | None,
+    reasons: list[str],
 ) -> dict[str, Any]:
-    """The pydantic fields of the arguments model, one per parameter that can be described."""
+    """The pydantic fields of the arguments model, one per parameter that can be described; an
+    undocumented argument is a reason of its own only when there is a docstring (`documented`)."""
     fields: dict[str, Any] = {}
     for param in parameters:
         arg = param.name
@@ -234,14 +246,14 @@ def _argument_fields(
         if arg not in hints:
             reasons.append(f"argument '{arg}' has no type hint; annotate it")
             continue
-        if not documented.get(arg):
+        if documented is not None and not documented.get(arg):
             reasons.append(f"argument '{arg}' is not documented; add '{arg}: ...' under Args:")
         default = ... if param.default is param.empty else param.default
         # The field's own name is prefixed and the argument's name is its alias, so arguments
         # pydantic reserves for itself (`_x`, `model_config`, `schema`, ...) still work.
         fields[f"{_FIELD_PREFIX}{arg}"] = (
             hints[arg],
-            pydantic.Field(default, alias=arg, description=documented.get(arg) or None),
+            pydantic.Field(default, alias=arg, description=(documented or {}).get(arg) or None),
         )
     return fields
 

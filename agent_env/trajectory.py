@@ -93,6 +93,12 @@ class VerifierRecord(_Record):
     """One verifier's score, with its type and its weight in the task's score, and what it said."""
 
     type: str
+    name: str = Field(
+        default="",
+        description="What a person reads the verifier as (`Verifier.name`): a function verifier's "
+        "function, such as `check_answer`; else its type. Left out when it is its type, and by a "
+        "client's recording (the Task API names verifiers by type).",
+    )
     weight: float
     score: float
     components: dict[str, float] = Field(
@@ -109,9 +115,10 @@ class VerifierRecord(_Record):
 
     @model_serializer(mode="wrap")
     def _without_empty_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A verifier without named rewards or a detail is written as before they existed."""
+        """A verifier without named rewards, a detail or a name of its own is written as before they
+        existed."""
         data: dict[str, Any] = handler(self)
-        for name in ("components", "detail"):
+        for name in ("components", "detail", "name"):
             if not data.get(name):
                 data.pop(name, None)
         return data

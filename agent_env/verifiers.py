@@ -178,6 +178,12 @@ class Verifier:
     judged_by: Judge | None = field(default=None, repr=False)
 
     @property
+    def name(self) -> str:
+        """What a person reads it as: a function verifier's function (`check_answer`), which tells two
+        apart where "function" would not; any other, its type."""
+        return self.spec.function if isinstance(self.spec, FunctionCheck) else self.spec.type
+
+    @property
     def runs_commands(self) -> bool:
         """Whether it may run commands in the sandbox: `bash` and a test script do, and a function may
         (through its context's `bash`)."""
@@ -322,3 +328,16 @@ def _as_score(name: str, value: Any) -> float:
         ErrorCode.VERIFIER_FAILED,
         f"verifier function '{name}' returned {value!r}; return a number in [0, 1] or a bool",
     )
+
+
+def verifier_place(index: int) -> str:
+    """How every message numbers a task's verifier: `verifiers[INDEX]`, counted from 0, as the task's
+    `verifiers` list is written; `agent-env check`'s problems, an episode's errors, and `agent-env
+    replay`'s and `play`'s scores all say it so, and a person finds it in the task's line."""
+    return f"verifiers[{index}]"
+
+
+def verifier_labels(verifiers: Sequence[Verifier]) -> list[str]:
+    """Each verifier of a task as a score or what it said is headed: its place and its name
+    (`verifiers[1] (check_answer)`), in the task's order."""
+    return [f"{verifier_place(n)} ({verifier.name})" for n, verifier in enumerate(verifiers)]

@@ -19,7 +19,7 @@ from agent_env.toolset import AnyEnvSpec
 from agent_env.users._require import INSTALL as USERS_INSTALL
 from agent_env.users.settings import UserFunction, UserModel
 from agent_env.users.spec import SimulatedUser
-from agent_env.verifiers import FunctionCheck, ItemsCheck, Verifier, VerifierFunction
+from agent_env.verifiers import FunctionCheck, ItemsCheck, Verifier, VerifierFunction, verifier_place
 
 
 def hint(name: str, choices: Iterable[str]) -> str:
@@ -121,7 +121,7 @@ def checked_verifiers(
     """The task's verifiers, each env and function it names checked against the bundle's."""
     verifiers = []
     for n, spec in enumerate(entry.verifiers):
-        where = f"{place}: verifiers[{n}]"
+        where = f"{place}: {verifier_place(n)}"
         if isinstance(spec, ItemsCheck):
             if spec.env not in agent.envs:
                 folder.problem(

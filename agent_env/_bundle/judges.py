@@ -22,7 +22,7 @@ from agent_env.judges.settings import (
     JudgeFields,
     JudgeScale,
 )
-from agent_env.verifiers import JudgeCheck, Verifier
+from agent_env.verifiers import JudgeCheck, Verifier, verifier_place
 
 
 class BundleJudges:
@@ -46,14 +46,15 @@ class BundleJudges:
         relative = []
         for n, verifier in enumerate(verifiers):
             if isinstance(verifier.spec, JudgeCheck):
-                verifier = replace(verifier, judged_by=self.judge(f"{place}: verifiers[{n}]", verifier.spec))
+                judge = self.judge(f"{place}: {verifier_place(n)}", verifier.spec)
+                verifier = replace(verifier, judged_by=judge)
                 if verifier.judged_by is not None and verifier.judged_by.relative:
                     relative.append(n)
             done.append(verifier)
         if len(relative) > 1:  # a group is judged once per task: one judgement to wait for together
             self.folder.problem(
-                f"{place}: verifiers[{relative[1]}]",
-                f"a task has at most one relative judge, and verifiers {', '.join(map(str, relative))} are: "
+                f"{place}: {verifier_place(relative[1])}",
+                f"a task has at most one relative judge, and {', '.join(map(verifier_place, relative))} are: "
                 'give the others "relative": false',
             )
         return tuple(done)

@@ -10,16 +10,15 @@ from pydantic import ValidationError
 
 from agent_env._bundle.checks import hint, turns
 from agent_env._bundle.folder import BundleFolder
-from agent_env._bundle.tasks import TASK_SUFFIXES
+from agent_env._bundle.tasks import TASK_SUFFIXES, Splits
 from agent_env.errors import validation_problems
 from agent_env.specs import STEP_TAGS, Solution
 from agent_env.task import Task
 
 
-def read_solutions(
-    folder: BundleFolder, splits: Mapping[str, tuple[Task, ...]]
-) -> dict[str, dict[str, Solution]]:
+def read_solutions(folder: BundleFolder, read: Splits) -> dict[str, dict[str, Solution]]:
     """Split -> task id -> the task's reference play, for each file of `solutions/`."""
+    splits = read.tasks
     directory = folder.root / "solutions"
     files = sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
     solutions: dict[str, dict[str, Solution]] = {}
@@ -41,7 +40,7 @@ def read_solutions(
         found: dict[str, Solution] = {}
         for line, raw in lines:
             place = f"{where}:{line}"
-            solution = _solution(folder, place, raw, split, tasks)
+            solution = _solution(folder, place, raw, split, tasks, read.listed.get(split, frozenset()))
             if solution is None:
                 continue
             if solution.id in found:
@@ -53,7 +52,7 @@ def read_solutions(
 
 
 def _solution(
-    folder: BundleFolder, place: str, raw: Any, split: str, tasks: Mapping[str, Task]
+    folder: BundleFolder, place: str, raw: Any, split: str, tasks: Mapping[str, Task], listed: frozenset[str]
 ) -> Solution | None:
     try:
         solution = Solution.model_validate(raw)
@@ -64,8 +63,8 @@ def _solution(
         return None
     task = tasks.get(solution.id)
     if task is None:
-        if folder.reported(f"tasks/{split}."):
-            return None  # the task may be one that failed to load: that problem is reported
+        if solution.id in listed or folder.reported(f"tasks/{split}."):
+            return None  # the task is (or may be) one that did not load: why is reported
         folder.problem(
             place,
             f"task '{solution.id}' is not a task of split '{split}'{hint(solution.id, tasks)}: "

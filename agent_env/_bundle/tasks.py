@@ -54,19 +54,30 @@ class Definitions:
         return roles
 
 
-def read_splits(folder: BundleFolder, defined: Definitions) -> dict[str, tuple[Task, ...]]:
-    """Split -> its tasks in index order, from each task file of `tasks/`; task ids are unique across
-    splits."""
+@dataclass(frozen=True)
+class Splits:
+    """The tasks of each split that load, and the id of every task each split's file lists."""
+
+    tasks: dict[str, tuple[Task, ...]]
+    """Split -> its tasks in index order."""
+    listed: dict[str, frozenset[str]]
+    """Split -> each task id its file lists, loaded or not: what names a task that did not load (its
+    own problem, or its agent's, is reported) is no mistake of its own, so no problem of its own."""
+
+
+def read_splits(folder: BundleFolder, defined: Definitions) -> Splits:
+    """Each task file of `tasks/`, read into its split's tasks; task ids are unique across splits."""
     directory = folder.root / "tasks"
     files = sorted(f for f in directory.glob("*") if f.suffix in TASK_SUFFIXES) if directory.is_dir() else []
+    splits: dict[str, tuple[Task, ...]] = {}
+    listed: dict[str, frozenset[str]] = {}
     if not files:
         folder.problem(
             "tasks/", "no task files; add tasks/train.jsonl with one task (a JSON object) per line"
         )
-        return {}
+        return Splits(splits, listed)
     roles = defined.roles
     seen_ids: dict[str, str] = {}
-    splits: dict[str, tuple[Task, ...]] = {}
     for file in files:
         where = f"tasks/{file.name}"
         split = file.stem
@@ -80,9 +91,12 @@ def read_splits(folder: BundleFolder, defined: Definitions) -> dict[str, tuple[T
         if lines is None:
             continue
         tasks: list[Task] = []
+        ids: set[str] = set()
         entries = 0
         for line, raw in lines:
             entries += 1
+            if isinstance(raw, dict) and isinstance(raw.get("id"), str):
+                ids.add(raw["id"])
             place = f"{where}:{line}" if line else where
             task = _task(folder, place, raw, split, len(tasks), defined, roles)
             if task is None:
@@ -97,7 +111,8 @@ def read_splits(folder: BundleFolder, defined: Definitions) -> dict[str, tuple[T
         if not entries and not folder.reported(where):
             folder.problem(where, f"split '{split}' has no tasks; add one per line or delete the file")
         splits[split] = tuple(tasks)
-    return splits
+        listed[split] = frozenset(ids)
+    return Splits(splits, listed)
 
 
 def _task(
@@ -120,7 +135,7 @@ def _task(
     if agent is None:
         if entry.agent not in config.agents:
             folder.problem(place, f"agent '{entry.agent}' is not defined{hint(entry.agent, config.agents)}")
-        return None
+        return None  # else its agent's toolset cannot be built: that one problem is reported, not one a task
     for env in entry.seed:
         if env not in agent.envs:
             folder.problem(

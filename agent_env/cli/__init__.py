@@ -31,6 +31,7 @@ from agent_env.sandbox.base import SandboxProvider
 from agent_env.sandbox.config import DEFAULT_IMAGE
 from agent_env.sandbox.registry import PROVIDERS, sandbox_provider
 from agent_env.task import Task
+from agent_env.verifiers import verifier_labels
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -355,7 +356,7 @@ def _replay(args: argparse.Namespace) -> int:
         unplayed += nothing_to_check
         failures += not ok and not nothing_to_check
         verdict = "ok" if ok else (result.error or ("no solution" if script is None else "WRONG"))
-        verifiers = [verifier.spec.type for verifier in task.verifiers]
+        verifiers = verifier_labels(task.verifiers)
         played_as = f"{split}/{task.index} {task.id}"
         if verdict == "WRONG":
             reasons.append(_entry(f"{played_as}: {result.why(verifiers)}", result.said(verifiers)))

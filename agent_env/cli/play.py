@@ -12,6 +12,7 @@ from agent_env.episode import Episode
 from agent_env.errors import EpisodeError
 from agent_env.judges.judging import Judging
 from agent_env.task import Task
+from agent_env.verifiers import verifier_labels
 
 HELP = """\
 Commands:
@@ -117,9 +118,12 @@ async def play_in_terminal(
             if line == "/end" or line.startswith("/end "):
                 end = await episode.end_turn(line[len("/end") :].strip())
                 if end.done:
-                    for verifier, detail in zip(task.verifiers, end.verifier_details, strict=False):
-                        if detail:  # what it said first, so that the score is the last line
-                            say(f"{verifier.spec.type} said:\n{textwrap.indent(detail, '  ')}")
+                    labels = verifier_labels(task.verifiers)
+                    for label, detail in zip(labels, end.verifier_details, strict=False):
+                        if detail:  # what it said first, so that the scores are the last lines
+                            say(f"{label} said:\n{textwrap.indent(detail, '  ')}")
+                    for label, score in zip(labels, end.verifier_scores, strict=False):
+                        say(f"{label}: {score:.2f}")  # each one's part, then the task's score
                     say(f"score: {end.score:.2f}")
                     return end.score
                 by = "user (simulated)" if end.turn > len(task.turns) else "user"

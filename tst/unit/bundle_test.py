@@ -851,6 +851,22 @@ class Shelf(Env):
 '''
 
 
+SHELF_WITHOUT_A_DOCSTRING = '''
+from agent_env import Env, tool
+
+
+class Shelf(Env):
+    """Books on a shelf."""
+
+    def items(self):
+        return []
+
+    @tool
+    def put_book(self, title: str) -> str:
+        return "ok"
+'''
+
+
 def test_a_seed_of_the_wrong_shape_for_a_typed_setup_is_refused_at_load_naming_line_and_field(tmp_path):
     tasks = {
         "train": [
@@ -902,3 +918,35 @@ def test_a_seed_annotation_that_does_not_resolve_is_reported_at_its_line_with_th
 
     assert problem.startswith(f"envs/shelf.py:{line}: the annotation of setup's 'seed' does not resolve")
     assert "import the type it names at the module's top level" in problem
+
+
+def test_a_tool_without_a_docstring_is_one_problem_not_one_more_for_each_task_or_solution_of_its_agent(
+    tmp_path,
+):
+    tasks = [a_task(id=f"t{n}") for n in range(1, 4)]
+    solutions = "".join(json.dumps({**SHELVE_DUNE, "id": task["id"]}) + "\n" for task in tasks)
+    root = make_bundle(
+        tmp_path / "b",
+        envs={"shelf": SHELF_WITHOUT_A_DOCSTRING},
+        tasks={"train": tasks},
+        files={"solutions/train.jsonl": solutions},
+    )
+
+    assert problems_of(root) == [
+        "envs/shelf.py:11: tool 'put_book': has no docstring summary; say what the tool does in its first "
+        "line, then describe each argument under Args: ('title: ...')"
+    ]
+
+
+def test_a_solution_of_a_task_no_split_lists_is_still_reported_beside_a_task_whose_agent_did_not_load(
+    tmp_path,
+):
+    toml = TOML + '\n[agents.packer]\nenvs = ["box"]\n'
+    envs = {"shelf": SHELF, "box": SHELF_WITHOUT_A_DOCSTRING}
+    tasks = {"train": [a_task(), a_task(id="t2", agent="packer")]}
+    files = solutions_file(SHELVE_DUNE, {**SHELVE_DUNE, "id": "t2"}, {**SHELVE_DUNE, "id": "t9"})
+
+    problems = problems_of(make_bundle(tmp_path / "b", toml=toml, envs=envs, tasks=tasks, files=files))
+
+    assert [p.split(":")[0] for p in problems] == ["envs/box.py", "solutions/train.jsonl"]
+    assert problems[1].startswith("solutions/train.jsonl:3: task 't9' is not a task of split 'train'")

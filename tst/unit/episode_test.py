@@ -427,7 +427,7 @@ def test_a_verifier_that_raises_fails_the_episode_naming_its_function_and_line_i
 
     assert error.code == "VERIFIER_FAILED"
     assert error.message == (
-        f"verifier 1 of task 'store-crate-000', function 'broken_scales' (episode_test.py:{line}), failed: "
+        f"verifiers[0] of task 'store-crate-000', function 'broken_scales' (episode_test.py:{line}), failed: "
         "RuntimeError: the scales are broken"
     )
     assert (episode.state, episode.score) == (EpisodeState.FAILED, None)

@@ -273,14 +273,24 @@ def test_arguments_named_like_pydantic_internals_are_described_and_passed_throug
 
 @pytest.mark.parametrize("doc", [None, "", "   \n"])
 def test_a_tool_without_a_docstring_summary_is_refused(doc):
-    def lift(weight: int) -> str:
+    def lift() -> str:
         return "lifted"
 
     lift.__doc__ = doc
 
     reasons = reasons_of(lift)
 
-    assert "has no docstring summary; say what the tool does in its first line" in reasons
+    assert list(reasons) == ["has no docstring summary; say what the tool does in its first line"]
+
+
+def test_a_tool_without_a_docstring_is_one_reason_naming_each_argument_to_describe_not_one_more_each():
+    def lift(weight: int, height: int = 1) -> str:
+        return "lifted"
+
+    assert list(reasons_of(lift)) == [
+        "has no docstring summary; say what the tool does in its first line, then describe each "
+        "argument under Args: ('weight: ...', 'height: ...')"
+    ]
 
 
 def test_an_undocumented_argument_is_refused_with_how_to_document_it():
@@ -413,9 +423,7 @@ def test_a_tool_with_several_problems_lists_all_of_them_at_once():
     assert [gist(r) for r in reasons] == [
         "the name is reserved",
         "has no docstring summary",
-        "argument 'weight' is not documented",
         "argument 'height' has no type hint",
-        "argument 'lock' is not documented",
         "*extra cannot be described to a model",
         "an argument's type has no JSON Schema",
     ]

@@ -115,7 +115,7 @@ def test_what_each_verifier_said_beside_its_score_is_its_detail_and_left_out_whe
     ]
     assert [sorted(verifier) for verifier in written] == [
         ["detail", "score", "type", "weight"],
-        ["score", "type", "weight"],
+        ["name", "score", "type", "weight"],
     ]
     assert Trajectory.model_validate(json.loads(trajectory.model_dump_json())) == trajectory
 

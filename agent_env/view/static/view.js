@@ -144,12 +144,13 @@ function turn(t) {
 }
 
 // What a verifier said beside its score (a test script's last lines) is a row of its own below it.
+// A verifier is named as the server recorded it (a function verifier by its function), else by type.
 function verifiers(t) {
   const rows = t.verifiers.flatMap((v) => [el("tr", { class: "verifier" },
-    el("td", { text: v.type }), el("td", { class: "num", text: String(v.weight) }),
+    el("td", { text: v.name || v.type }), el("td", { class: "num", text: String(v.weight) }),
     el("td", { class: "num verifier-score", text: score(v.score) })),
   v.detail ? el("tr", { class: "verifier-said" }, el("td", { colspan: "3" },
-    el("div", { class: "who", text: `${v.type} said` }), el("pre", { class: "verifier-detail", text: v.detail }))) : null]
+    el("div", { class: "who", text: `${v.name || v.type} said` }), el("pre", { class: "verifier-detail", text: v.detail }))) : null]
     .filter((row) => row !== null));
   return el("table", { class: "verifiers" },
     el("thead", {}, el("tr", {}, el("th", { text: "verifier" }), el("th", { class: "num", text: "weight" }),

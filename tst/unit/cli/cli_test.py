@@ -56,6 +56,27 @@ def test_check_lists_every_problem_and_exits_1_for_a_broken_bundle(tmp_path):
     )
 
 
+def test_check_reports_a_tool_without_a_docstring_once_not_again_for_each_task_and_solution_of_its_agent(
+    tmp_path,
+):
+    bundle = shutil.copytree(EXAMPLE, tmp_path / "wharf")
+    dock = bundle / "envs" / "dock.py"
+    source = dock.read_text()
+    start = source.index("    def move_crate")
+    documented = source[start : source.index("        if crate not in self.crates", start)]
+    dock.write_text(source.replace(documented, "    def move_crate(self, crate: str, to_bay: Bay) -> str:\n"))
+
+    done = agent_env("check", bundle)
+
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[1:] == [
+        f"  envs/dock.py:{source[:start].count(chr(10))}: tool 'move_crate': "
+        "has no docstring summary; say what the tool does in its first line, then describe each argument "
+        "under Args: ('crate: ...', 'to_bay: ...')"
+    ]
+    assert done.stderr.startswith(f"BundleError: 1 problem in {bundle}")
+
+
 def test_tasks_prints_a_table_of_index_id_toolset_and_turns():
     done = agent_env("tasks", EXAMPLE, "--split", "eval")
 
@@ -198,7 +219,7 @@ def test_replay_says_why_a_wrong_play_scored_as_it_did_each_verifier_and_the_fir
     assert done.returncode == 1
     assert "0 of 1 tasks scored as their reference play expects" in done.stdout
     assert (
-        '  train/0 train-store-000: items 0; first failed call: ship({"box": "Z99"}): '
+        '  train/0 train-store-000: verifiers[0] (items): 0; first failed call: ship({"box": "Z99"}): '
         "ship failed: ValueError: there is no box Z99 (code: TOOL_ERROR)"
     ) in done.stdout.splitlines()
 
@@ -233,9 +254,9 @@ def test_replay_shows_below_a_wrong_play_what_its_verifiers_said_and_with_a_flag
 
     assert done.returncode == flagged.returncode == 1
     lines = done.stdout.splitlines()
-    wrong = lines.index("  train/0 manifest-total-000: bash 0")
+    wrong = lines.index("  train/0 manifest-total-000: verifiers[0] (bash): 0")
     assert lines[wrong + 1 : wrong + 4] == [
-        "    bash said:",
+        "    verifiers[0] (bash) said:",
         "      total.txt holds: 7",
         "      [exit code: 1]",
     ]
@@ -244,7 +265,7 @@ def test_replay_shows_below_a_wrong_play_what_its_verifiers_said_and_with_a_flag
     assert others.splitlines() == [
         "what the verifiers said of the other plays:",
         "  train/1 manifest-total-001",
-        "    bash said:",
+        "    verifiers[0] (bash) said:",
         "      total.txt holds: 292",
     ]
     assert untimed(flagged.stdout.replace(f"\n{others}\n", "")) == untimed(done.stdout)
@@ -256,11 +277,13 @@ def untimed(out: str) -> str:
     return re.sub(r"played in [\d.]+ s", "played in - s", out)
 
 
-def test_a_play_in_the_terminal_shows_what_each_verifier_said_before_the_score():
+def test_a_play_in_the_terminal_shows_what_each_verifier_said_and_its_score_before_the_task_s_score():
     done = agent_env("play", EXAMPLE, "--index", 10, stdin='bash {"command": "echo 12 > total.txt"}\n/end\n')
 
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.rstrip().endswith("bash said:\n  [exit code: 1]\nscore: 0.00")
+    assert done.stdout.rstrip().endswith(
+        "verifiers[0] (bash) said:\n  [exit code: 1]\nverifiers[0] (bash): 0.00\nscore: 0.00"
+    )
 
 
 def test_the_terminal_shows_an_argument_s_bounds_pattern_length_and_default_as_its_schema_has_them():
@@ -331,3 +354,32 @@ def test_serve_replay_and_eval_share_one_skip_flag_and_replay_takes_allow_intern
 
     assert len(skips) == 1 and next(iter(skips)).startswith("leave out the tasks that do not load")
     assert len(internet) == 1 and next(iter(internet)).startswith("give the tasks that ask for the internet")
+
+
+def test_check_and_replay_number_a_task_s_verifiers_the_same_way(tmp_path):
+    from tst.support.bundles import a_task, make_bundle
+
+    checks = [
+        {"type": "items", "env": "shelf", "expected": ["Dune"]},
+        {"type": "function", "function": "read_it"},
+    ]
+    solution = {"id": "t1", "turns": [{"calls": [{"tool": "put_book", "arguments": {"title": "Dune"}}]}]}
+    files = {"solutions/train.jsonl": json.dumps(solution) + "\n"}
+    misspelt = make_bundle(
+        tmp_path / "misspelt",
+        tasks={"train": [a_task(verifiers=[*checks[:1], {"type": "function", "function": "read_i"}])]},
+        verifiers="def read_it(context):\n    return 0.0\n",
+        files=files,
+    )
+    played = make_bundle(
+        tmp_path / "played",
+        tasks={"train": [a_task(verifiers=checks)]},
+        verifiers="def read_it(context):\n    return 0.0\n",
+        files=files,
+    )
+
+    checked = agent_env("check", misspelt)
+    replayed = agent_env("replay", played)
+
+    assert "tasks/train.jsonl:1 (task 't1'): verifiers[1]: verifier function 'read_i'" in checked.stderr
+    assert "  train/0 t1: verifiers[0] (items): 1, verifiers[1] (read_it): 0" in replayed.stdout.splitlines()

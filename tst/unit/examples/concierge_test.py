@@ -74,7 +74,7 @@ def test_replay_asks_the_judge_given_and_every_reference_play_scores_1(serve: Se
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert "5 of 5 tasks scored as their reference play expects" in done.stdout
-    assert "judge said:\n      The reply names room 214 and is courteous." in done.stdout
+    assert "verifiers[1] (judge) said:\n      The reply names room 214 and is courteous." in done.stdout
     assert len(stand_in.requests) == 5
 
 
@@ -119,5 +119,6 @@ def test_play_in_the_terminal_shows_the_judge_s_reason_before_the_score(serve: S
 
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.rstrip().endswith(
-        "judge said:\n  The reply names room 214 and neither welcomes nor thanks the guest.\nscore: 0.75"
+        "verifiers[1] (judge) said:\n  The reply names room 214 and neither welcomes nor thanks the guest.\n"
+        "verifiers[0] (reply): 1.00\nverifiers[1] (judge): 0.50\nscore: 0.75"
     )

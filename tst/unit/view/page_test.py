@@ -163,7 +163,7 @@ def test_an_episode_shows_its_conversation_calls_with_an_error_marked_and_its_ve
     )
     assert "The crane jammed; C7 is still in bay 2." in page.text
     verifier = page.find_element(By.CSS_SELECTOR, "tr.verifier").text.split()
-    assert verifier == ["function", "1", "0.50"]
+    assert verifier == ["score", "1", "0.50"]
     assert page.find_element(By.CSS_SELECTOR, ".episode-score").text == "0.50"
     assert "total" in page.find_element(By.CSS_SELECTOR, ".timings").text
 

@@ -150,7 +150,7 @@ def test_one_episode_is_its_whole_trajectory_with_calls_errors_replies_verifiers
         "UNKNOWN_TOOL",
         None,
     )
-    assert trajectory["verifiers"] == [{"type": "function", "weight": 1.0, "score": 1.0}]
+    assert trajectory["verifiers"] == [{"type": "function", "name": "score", "weight": 1.0, "score": 1.0}]
     assert trajectory["timings"]["total_s"] is not None
 
 
@@ -204,6 +204,7 @@ def test_numbers_a_file_holds_that_json_cannot_are_answered_as_their_words_and_e
     assert trajectory["verifiers"] == [
         {
             "type": "function",
+            "name": "score",
             "weight": 1.0,
             "score": "NaN",
             "components": {"reward": "-Infinity", "style": 0.5},
@@ -306,3 +307,37 @@ def test_a_request_addressed_to_another_host_is_refused_on_loopback(view: ViewSe
 def test_a_non_loopback_host_is_refused_unless_asked_for_explicitly(folder: Path) -> None:
     with pytest.raises(ValueError, match=r"192\.0\.2\.1 is not a loopback address.*remote=True"):
         ViewServer(folder, host="192.0.2.1")
+
+
+def test_the_viewer_names_a_function_verifier_by_its_function_not_as_function(tmp_path: Path) -> None:
+    import asyncio
+
+    from agent_env import Episode, load_bundle
+    from agent_env.recording import trajectory_of
+    from tst.support.bundles import a_task, make_bundle
+
+    root = make_bundle(
+        tmp_path / "b",
+        tasks={"train": [a_task(verifiers=[{"type": "function", "function": "check_answer"}])]},
+        verifiers="def check_answer(context):\n    return 1.0\n",
+    )
+    episode = Episode(load_bundle(root).task("train", 0))
+
+    async def play() -> None:
+        await episode.deploy()
+        await episode.end_turn("Done.")
+        await episode.teardown()
+
+    asyncio.run(play())
+    folder = write_folder(tmp_path / "runs", [trajectory_of(episode)])
+
+    with ViewServer(folder) as view:
+        _, listing = get(f"{view.url}api/episodes")
+        _, answer = get(f"{view.url}api/episodes/{listing['episodes'][0]['id']}")
+        with urllib.request.urlopen(f"{view.url}view.js", timeout=10) as script:
+            shown = script.read().decode()
+
+    assert answer["trajectory"]["verifiers"] == [
+        {"type": "function", "name": "check_answer", "weight": 1.0, "score": 1.0}
+    ]
+    assert 'el("td", { text: v.name || v.type })' in shown and "`${v.name || v.type} said`" in shown
