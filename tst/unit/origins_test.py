@@ -113,6 +113,7 @@ def test_a_bind_address_is_loopback_by_one_rule_whether_brackets_or_a_final_dot(
     assert binds_loopback(host) is loopback
 
 
+@pytest.mark.needs("openenv_installed")
 def test_serve_and_the_viewer_judge_every_bind_address_by_that_rule(tmp_path) -> None:
     from agent_env.openenv.serve import exposure_warning
     from agent_env.view import ViewServer
