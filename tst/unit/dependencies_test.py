@@ -57,9 +57,11 @@ AREAS: dict[str, Callable[[PurePosixPath], bool]] = {
 # Imported without being declared, on purpose: TRL brings transformers, and classes.py (and the client's
 # tools.py, for offered_tools) uses it only when it
 # is installed (importlib.util.find_spec), lazily; trl_package_test.py proves the import never pulls it in.
-# The eval area's local model (eval/hf_policy.py) imports torch, transformers and trl only when one is
-# made: they are the trainer's to pin, so the eval extra leaves them out and names them when missing.
-UNDECLARED = {"trl": {"transformers"}, "eval": {"torch", "transformers", "trl"}}
+# The eval area's local model (eval/hf_policy.py) and the trl area's tiny model (training/trl/tiny.py)
+# import torch, transformers (with its tokenizers) and trl only when one is made: they are the
+# trainer's to pin, so the extras leave them out and name them when missing.
+TRAINERS_OWN = {"torch", "transformers", "tokenizers", "trl"}
+UNDECLARED = {"trl": TRAINERS_OWN, "eval": TRAINERS_OWN - {"tokenizers"}}
 DECLARED = notices.declared()
 PROVIDERS = importlib.metadata.packages_distributions()
 
