@@ -15,8 +15,8 @@ __version__ = "0.1.0"
 
 if _typing.TYPE_CHECKING:
     from agent_env.atif import AtifExport as AtifExport, export_atif as export_atif, to_atif as to_atif
-    from agent_env.bundle import Bundle as Bundle, load_bundle as load_bundle
-    from agent_env.contexts import VerifierContext as VerifierContext
+    from agent_env.bundle import Bundle as Bundle
+    from agent_env.contexts import UserContext as UserContext, VerifierContext as VerifierContext
     from agent_env.curriculum import (
         Curriculum as Curriculum,
         CurriculumPolicy as CurriculumPolicy,
@@ -56,6 +56,7 @@ if _typing.TYPE_CHECKING:
         harbor_folder as harbor_folder,
         read_harbor as read_harbor,
     )
+    from agent_env.loading import load_bundle as load_bundle
     from agent_env.mcp import (
         McpEnv as McpEnv,
         McpEnvSpec as McpEnvSpec,
@@ -117,14 +118,15 @@ if _typing.TYPE_CHECKING:
         TurnRecord as TurnRecord,
         VerifierRecord as VerifierRecord,
     )
-    from agent_env.users import SimulatedUser as SimulatedUser, UserContext as UserContext
+    from agent_env.users import SimulatedUser as SimulatedUser
 else:
     _lazy_exports(
         __name__,
         {
             "agent_env.atif": ["AtifExport", "export_atif", "to_atif"],
-            "agent_env.bundle": ["Bundle", "load_bundle"],
-            "agent_env.contexts": ["VerifierContext"],
+            "agent_env.bundle": ["Bundle"],
+            "agent_env.loading": ["load_bundle"],
+            "agent_env.contexts": ["UserContext", "VerifierContext"],
             "agent_env.env": ["Env", "EnvSpec"],
             "agent_env.harbor": ["HarborTasks", "harbor_folder", "read_harbor"],
             "agent_env.episode": ["Episode", "EpisodeState", "TurnResult"],
@@ -198,7 +200,7 @@ else:
                 "TurnRecord",
                 "VerifierRecord",
             ],
-            "agent_env.users": ["SimulatedUser", "UserContext"],
+            "agent_env.users": ["SimulatedUser"],
         },
         eager=["__version__"],
     )

@@ -18,6 +18,7 @@ problems are all its own, a Harbor task folder or a line of tasks/SPLIT.jsonl, a
 (`Bundle.skipped` lists them). A problem no one task has (bundle.toml, envs/, verifiers.py,
 solutions/, a tasks/SPLIT.json list, agent-env-splits.toml, no Docker engine) stops it still.
 This module reads bundle.toml and the MCP servers; the other parts are read in `agent_env._bundle`.
+`agent_env.loading.load_bundle` is the one entry point, which reads a Harbor dataset as a bundle too.
 """
 
 from __future__ import annotations
@@ -47,7 +48,6 @@ from agent_env.errors import (
     TaskIndexError,
     validation_problems,
 )
-from agent_env.harbor.loader import harbor_folder, read_harbor
 from agent_env.judges.settings import Judge
 from agent_env.mcp._require import INSTALL as MCP_INSTALL
 from agent_env.mcp.config import McpServerConfig, resolve_placeholders
@@ -130,48 +130,10 @@ class Bundle:
         return "\n".join(lines)
 
 
-def names_a_bundle(target: str | Path) -> bool:
-    """Whether `target` names a bundle (a folder, or `harbor:PATH`) rather than a server's URL: the one
-    rule `evaluate` and `agent-env eval` tell them apart by."""
-    return Path(target).is_dir() or harbor_folder(target) is not None
-
-
-def load_bundle(
-    path: str | Path, *, skip_broken_tasks: bool = False, build_concurrency: int | None = None
-) -> Bundle:
-    """Load and check the bundle at `path`; raises one BundleError listing every problem.
-
-    A folder of Harbor tasks (or one task folder: task.toml and instruction.md), or a path written
-    `harbor:PATH`, is read as one (`agent_env.harbor`), its images built in the Docker engine,
-    `build_concurrency` at once (default: $AGENTENV_BUILD_CONCURRENCY, else twice the cores, at most
-    8).
-
-    With `skip_broken_tasks`, a task whose problems are all its own (a Harbor task folder's, a line of
-    tasks/SPLIT.jsonl's) is left out, in `Bundle.skipped`, and the others load, so one broken task
-    does not stop a dataset; the tasks after a skipped line of a split take the indices it leaves.
-    Any other problem, or no task left to load, is still a BundleError."""
-    harbor = harbor_folder(path)
-    if harbor is not None:
-        return _harbor_bundle(harbor, str(path), skip_broken_tasks, build_concurrency)
+def read_bundle_folder(path: str | Path, *, skip_broken_tasks: bool = False) -> Bundle:
+    """Load and check the bundle folder at `path` (bundle.toml, envs/, tasks/); raises one BundleError
+    listing every problem. `agent_env.load_bundle` is the entry point: it reads a Harbor dataset too."""
     return _Loader(Path(path), skip_broken_tasks).load()
-
-
-def _harbor_bundle(folder: Path, shown: str, skip: bool, build_concurrency: int | None) -> Bundle:
-    read, problems = read_harbor(folder, skip_broken_tasks=skip, build_concurrency=build_concurrency)
-    if read is None or problems:
-        raise BundleError(shown, problems)
-    return Bundle(
-        read.name,
-        read.path,
-        read.config,
-        {},
-        read.agents,
-        read.splits,
-        read.content_digest,
-        read.solutions,
-        sandbox_per_task=True,
-        skipped=read.skipped,
-    )
 
 
 class _Loader:

@@ -13,9 +13,10 @@ from functools import partial
 from pathlib import Path
 
 from agent_env._errors import ArgumentError
-from agent_env.bundle import Bundle, load_bundle
+from agent_env.bundle import Bundle
 from agent_env.episode import Episode
 from agent_env.judges.judging import Judging
+from agent_env.loading import load_bundle
 from agent_env.sandbox.base import SandboxProvider
 from agent_env.sandbox.by_task import SandboxesByTask
 from agent_env.sandbox.registry import sandbox_provider

@@ -33,8 +33,8 @@ def timed(call: object, count: int, warmup: int) -> list[float]:
 
 
 def in_process(count: int, warmup: int) -> list[float]:
-    from agent_env.bundle import load_bundle
     from agent_env.env import EnvSpec
+    from agent_env.loading import load_bundle
 
     env = load_bundle(BUNDLE).envs["counter"]
     assert isinstance(env, EnvSpec), "the bench's bundle has one Python env"

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from agent_env._bundle.advice import reply_advice
 from agent_env._concurrency import BUILD_CONCURRENCY_VARIABLE, default_concurrency
 from agent_env._table import table
-from agent_env.bundle import Bundle, load_bundle
+from agent_env.bundle import Bundle
 from agent_env.cli import eval as eval_command, export_atif
 from agent_env.cli._judging import add_judge_options, judging_of
 from agent_env.cli._skipping import add_skip_option, loaded
@@ -25,6 +25,7 @@ from agent_env.cli._token import add_token_options, token_of
 from agent_env.cli.play import play_in_terminal
 from agent_env.episode import Episode
 from agent_env.errors import AgentEnvError, BundleError
+from agent_env.loading import load_bundle
 from agent_env.recording import DEFAULT_MAX_MB
 from agent_env.replay import ReplayResult, load_solutions, replay_many
 from agent_env.sandbox.base import SandboxProvider

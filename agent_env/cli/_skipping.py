@@ -8,7 +8,8 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from agent_env.bundle import Bundle, load_bundle
+from agent_env.bundle import Bundle
+from agent_env.loading import load_bundle
 
 FLAG = "--skip-broken-tasks"
 HELP = (

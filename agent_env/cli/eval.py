@@ -18,11 +18,12 @@ import argparse
 import sys
 from typing import Any
 
-from agent_env.bundle import Bundle, names_a_bundle
+from agent_env.bundle import Bundle
 from agent_env.cli._policy import REFERENCE, SPEC, python_policy, reference_policy
 from agent_env.cli._skipping import FLAG as SKIP_FLAG, add_skip_option, loaded
 from agent_env.cli._token import add_token_options, token_of
 from agent_env.errors import AgentEnvError, ArgumentError
+from agent_env.loading import names_a_bundle
 
 UNSOUND = 3
 """The exit code of a run with errors of the model's side: written, but not a measure of the model."""

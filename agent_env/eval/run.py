@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_env._errors import ArgumentError
-from agent_env.bundle import Bundle, load_bundle, names_a_bundle
+from agent_env.bundle import Bundle
 from agent_env.client.tokens import resolve_token
 from agent_env.eval.play import PlaySettings, play_sample
 from agent_env.eval.policy import Policy, TaskPolicies
 from agent_env.eval.results import EvalResult, eval_result
+from agent_env.loading import load_bundle, names_a_bundle
 from agent_env.recording import TrajectoryRecorder
 from agent_env.specs import TaskSpec
 from agent_env.trajectory import Trajectory

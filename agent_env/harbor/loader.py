@@ -3,7 +3,7 @@ reference play, checked at load with every problem named by its task folder and 
 
 A task folder holds instruction.md and task.toml, environment/ (a Dockerfile) or an
 `[environment] docker_image`, tests/test.sh and, optionally, solution/solve.sh. A dataset is a folder
-of task folders. `agent_env.bundle.load_bundle` hands a path here when it names one (detected by
+of task folders. `agent_env.loading.load_bundle` hands a path here when it names one (detected by
 those files, or written `harbor:PATH`), and makes the `Bundle` of what `read_harbor` returns.
 
 A task folder with a problem stops the load, unless it is asked to skip the tasks that do not load

@@ -34,8 +34,9 @@ import agent_env
 from agent_env._errors import StateError
 from agent_env._origins import AllowedHosts
 from agent_env._positive import positive_count
-from agent_env.bundle import Bundle, load_bundle
+from agent_env.bundle import Bundle
 from agent_env.judges.judging import Judging
+from agent_env.loading import load_bundle
 from agent_env.openenv.auth import OwnHostsOnly, RequireToken
 from agent_env.openenv.bodies import BoundedBodies, validation_refused
 from agent_env.openenv.context import ServerContext

@@ -24,8 +24,9 @@ import uvicorn
 
 from agent_env._errors import ArgumentError
 from agent_env._origins import binds_loopback
-from agent_env.bundle import Bundle, load_bundle
+from agent_env.bundle import Bundle
 from agent_env.judges.judging import Judging
+from agent_env.loading import load_bundle
 from agent_env.openenv.app import build_app, resolve_max_concurrent_envs
 from agent_env.openenv.connections import ConnectionGuard, ConnectionLimits, raise_descriptor_limit
 from agent_env.openenv.tokens import TOKEN_VARIABLE, resolve_token

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_env.users import UserContext
+from agent_env import UserContext
 
 
 def member(context: UserContext, name: str, wants: str) -> str | None:

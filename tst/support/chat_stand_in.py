@@ -29,7 +29,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from agent_env.bundle import Bundle, load_bundle
+from agent_env.bundle import Bundle
+from agent_env.loading import load_bundle
 from agent_env.replay import load_solutions
 from agent_env.specs import Solution
 

@@ -12,8 +12,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from agent_env.bundle import Bundle, load_bundle
+from agent_env.bundle import Bundle
 from agent_env.env import EnvSpec
+from agent_env.loading import load_bundle
 from agent_env.replay import load_solutions
 from agent_env.specs import Solution
 from agent_env.task import Task

@@ -1,69 +1,21 @@
 """No import circles in `agent_env`: its modules' imports read one way, beyond a known list that only shrinks.
 
-The graph is read statically (ast) from each module's source. Every import statement counts: at the top,
-inside a function, under `if TYPE_CHECKING:`; a relative one is resolved; `from agent_env.x import name`
-where `agent_env.x.name` is a module imports that submodule, else it imports `agent_env.x`. A package's
-`__init__` is the package. A lazy package (`agent_env._lazy`) is a package like any other: the imports
-under its `if TYPE_CHECKING:` are import statements and count (type checkers follow them), the strings of
-its lazy map are not and do not. Importing `a.b.c` is an edge to `a.b.c` alone: that Python runs the
-parents' `__init__` first is not a dependency of the importer on them.
+The graph is read as `tst/support/import_graph.py` says; which package may import which is
+tst/unit/layers_test.py's, from the map's table.
 """
 
 from __future__ import annotations
 
-import ast
 import importlib
 from collections import deque
 from collections.abc import Iterator, Mapping, Set
 from pathlib import Path
 
-import agent_env
-
-PACKAGE = Path(agent_env.__file__).parent
+from tst.support.import_graph import PACKAGE, import_graph
 
 KNOWN: dict[frozenset[str], str] = {}
 """Today's circles, each with why it is still there; a circle not listed fails, and so does one listed
 that is gone, so the list only shrinks. It is empty: keep it so."""
-
-
-def modules_of(root: Path) -> dict[str, Path]:
-    """Module name -> source file, for the package at `root` (a package's `__init__` named as the package)."""
-    found = {}
-    for source in sorted(root.rglob("*.py")):
-        parts = source.relative_to(root.parent).with_suffix("").parts
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        found[".".join(parts)] = source
-    return found
-
-
-def imported_by(name: str, source: Path, modules: Set[str]) -> set[str]:
-    """The modules of `modules` that `name`'s source imports, by any import statement anywhere in it."""
-    package = name if source.name == "__init__.py" else name.rpartition(".")[0]
-    imported: set[str] = set()
-    for node in ast.walk(ast.parse(source.read_text(), str(source))):
-        if isinstance(node, ast.Import):
-            imported.update(alias.name for alias in node.names if alias.name in modules)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = str(node.module)
-            for alias in node.names:
-                submodule = f"{target}.{alias.name}"
-                if submodule in modules:
-                    imported.add(submodule)
-                elif target in modules:
-                    imported.add(target)
-    imported.discard(name)
-    return imported
-
-
-def import_graph(root: Path) -> dict[str, set[str]]:
-    """Module -> the package's modules it imports."""
-    modules = modules_of(root)
-    return {name: imported_by(name, source, modules.keys()) for name, source in modules.items()}
 
 
 def strongly_connected(graph: Mapping[str, Set[str]]) -> list[frozenset[str]]:
@@ -153,78 +105,6 @@ def test_every_known_circle_still_exists_so_the_list_only_shrinks() -> None:
     assert not gone, f"no longer circles, remove them from KNOWN: {gone}"
 
 
-ABOVE_THE_CORE = (
-    "agent_env.openenv",
-    "agent_env.client",
-    "agent_env.training",
-    "agent_env.eval",
-    "agent_env.cli",
-    "agent_env.view",
-)
-"""The packages that stand on the core (docs/architecture.md's layers); every other module is the core's."""
-
-NEVER_IMPORTS: dict[str, tuple[str, ...]] = {
-    "agent_env.eval": ("agent_env.training", "agent_env.cli"),
-    "agent_env.client": ("agent_env.training", "agent_env.eval", "agent_env.openenv", "agent_env.cli"),
-    "agent_env.openenv": ("agent_env.training", "agent_env.eval", "agent_env.cli"),
-    "agent_env.training": ("agent_env.cli",),
-}
-"""Areas that stand below others: eval and the trainer's side both stand on the client, which knows
-neither of them, nor the server, nor the command line; the server knows neither side of a client."""
-
-
-def core_modules(graph: Mapping[str, Set[str]]) -> list[str]:
-    """The core's modules: every module of the package outside the packages that stand on it."""
-    return [module for module in graph if not any(within(module, area) for area in ABOVE_THE_CORE)]
-
-
-def within(module: str, area: str) -> bool:
-    return module == area or module.startswith(f"{area}.")
-
-
-def forbidden_imports(graph: Mapping[str, Set[str]], rules: Mapping[str, tuple[str, ...]]) -> list[str]:
-    """Each import that breaks `rules` (area -> the areas its modules never import), as `a -> b`."""
-    return [
-        f"{module} -> {imported}"
-        for module in sorted(graph)
-        for area, forbidden in rules.items()
-        if within(module, area)
-        for imported in sorted(graph[module])
-        if any(within(imported, other) for other in forbidden)
-    ]
-
-
-def test_eval_never_imports_the_trainers_side_and_the_client_never_imports_what_stands_on_it() -> None:
-    assert forbidden_imports(import_graph(PACKAGE), NEVER_IMPORTS) == []
-
-
-def test_the_core_never_imports_a_package_that_stands_on_it() -> None:
-    graph = import_graph(PACKAGE)
-    core = core_modules(graph)
-    rules = dict.fromkeys([module for module in core if module != "agent_env"], ABOVE_THE_CORE)
-
-    assert forbidden_imports(graph, rules) == []
-    assert [m for m in graph["agent_env"] if any(within(m, area) for area in ABOVE_THE_CORE)] == []
-
-
-def test_an_import_against_a_rule_is_found_wherever_it_sits(tmp_path: Path) -> None:
-    root = write(
-        tmp_path,
-        {
-            "pkg/__init__.py": "",
-            "pkg/low/__init__.py": "",
-            "pkg/low/a.py": "def late():\n    from pkg.high.b import B\n",
-            "pkg/high/__init__.py": "",
-            "pkg/high/b.py": "from pkg.low import a\n",
-            "pkg/lowest.py": "from pkg import high\n",
-        },
-    )
-
-    found = forbidden_imports(import_graph(root), {"pkg.low": ("pkg.high",), "pkg.lowest": ("pkg.high",)})
-
-    assert found == ["pkg.low.a -> pkg.high.b", "pkg.lowest -> pkg.high"]
-
-
 def test_a_name_moved_to_cut_a_circle_is_still_importable_from_its_first_home() -> None:
     moved = {
         ("agent_env.sandbox.docker", "docker_client"): "agent_env.sandbox.docker_engine",
@@ -279,3 +159,18 @@ def test_a_lazy_packages_map_of_names_is_not_an_import_but_its_type_checking_imp
 
     assert graph == {"pkg": {"pkg._lazy", "pkg.b"}, "pkg._lazy": set(), "pkg.a": {"pkg"}, "pkg.b": set()}
     assert strongly_connected(graph) == []
+
+
+def test_an_import_written_as_a_call_with_a_literal_name_is_an_edge(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "import importlib\n\ndef late():\n    return importlib.import_module('pkg.b')\n",
+            "pkg/b.py": "from importlib import import_module\nimport_module('pkg.a')\nimport_module(NAME)\n",
+        },
+    )
+
+    graph = import_graph(root)
+
+    assert graph == {"pkg": set(), "pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}}

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_env.bundle import load_bundle
+from agent_env.loading import load_bundle
 from agent_env.openenv import AgentEnvAction, BackgroundServer, build_app
 from agent_env.replay import load_solutions
 from tst.integration._containers import sandbox_containers

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_env.bundle import load_bundle
 from agent_env.errors import BundleError, SandboxUnavailableError
+from agent_env.loading import load_bundle
 from agent_env.sandbox import (
     ImageBuildError,
     SandboxConfig,

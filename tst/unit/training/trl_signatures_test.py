@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import Field
 
-from agent_env.bundle import load_bundle
 from agent_env.client.deadlines import Deadlines
 from agent_env.client.signatures import tool_signature
+from agent_env.loading import load_bundle
 from agent_env.tools import Tool
 from agent_env.training.trl import FleetSettings, ToolsetSettings, UnsupportedToolError
 from agent_env.training.trl.classes import environment_class
