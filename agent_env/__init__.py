@@ -24,6 +24,7 @@ if _typing.TYPE_CHECKING:
     )
     from agent_env.env import Env as Env, EnvSpec as EnvSpec
     from agent_env.episode import Episode as Episode, EpisodeState as EpisodeState, TurnResult as TurnResult
+    from agent_env.episode_trajectory import trajectory_of as trajectory_of
     from agent_env.errors import (
         AgentEnvError as AgentEnvError,
         ArgumentError as ArgumentError,
@@ -62,12 +63,6 @@ if _typing.TYPE_CHECKING:
         McpServerConfig as McpServerConfig,
         McpTool as McpTool,
         McpToolError as McpToolError,
-    )
-    from agent_env.recording import (
-        Redaction as Redaction,
-        TrajectoryRecorder as TrajectoryRecorder,
-        read_trajectories as read_trajectories,
-        trajectory_of as trajectory_of,
     )
     from agent_env.replay import (
         ReplayResult as ReplayResult,
@@ -117,6 +112,8 @@ if _typing.TYPE_CHECKING:
         TurnRecord as TurnRecord,
         VerifierRecord as VerifierRecord,
     )
+    from agent_env.trajectory_reader import read_trajectories as read_trajectories
+    from agent_env.trajectory_recorder import Redaction as Redaction, TrajectoryRecorder as TrajectoryRecorder
     from agent_env.users import SimulatedUser as SimulatedUser, UserContext as UserContext
 else:
     _lazy_exports(
@@ -128,6 +125,7 @@ else:
             "agent_env.env": ["Env", "EnvSpec"],
             "agent_env.harbor": ["HarborTasks", "harbor_folder", "read_harbor"],
             "agent_env.episode": ["Episode", "EpisodeState", "TurnResult"],
+            "agent_env.episode_trajectory": ["trajectory_of"],
             "agent_env.errors": [
                 "AgentEnvError",
                 "ArgumentError",
@@ -156,7 +154,6 @@ else:
                 "TurnEnded",
             ],
             "agent_env.mcp": ["McpEnv", "McpEnvSpec", "McpServerConfig", "McpTool", "McpToolError"],
-            "agent_env.recording": ["Redaction", "TrajectoryRecorder", "read_trajectories", "trajectory_of"],
             "agent_env.replay": ["ReplayResult", "load_solutions", "replay"],
             "agent_env.sandbox": [
                 "CommandResult",
@@ -198,6 +195,8 @@ else:
                 "TurnRecord",
                 "VerifierRecord",
             ],
+            "agent_env.trajectory_reader": ["read_trajectories"],
+            "agent_env.trajectory_recorder": ["Redaction", "TrajectoryRecorder"],
             "agent_env.users": ["SimulatedUser", "UserContext"],
         },
         eager=["__version__"],
