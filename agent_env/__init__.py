@@ -22,7 +22,7 @@ if _typing.TYPE_CHECKING:
         CurriculumPolicy as CurriculumPolicy,
         TaskRecord as TaskRecord,
     )
-    from agent_env.env import Env as Env, EnvSpec as EnvSpec
+    from agent_env.env import Env as Env, EnvDefinition as EnvDefinition
     from agent_env.episode import Episode as Episode, EpisodeState as EpisodeState, TurnResult as TurnResult
     from agent_env.episode_trajectory import trajectory_of as trajectory_of
     from agent_env.errors import (
@@ -59,7 +59,7 @@ if _typing.TYPE_CHECKING:
     )
     from agent_env.mcp import (
         McpEnv as McpEnv,
-        McpEnvSpec as McpEnvSpec,
+        McpEnvDefinition as McpEnvDefinition,
         McpServerConfig as McpServerConfig,
         McpTool as McpTool,
         McpToolError as McpToolError,
@@ -122,7 +122,7 @@ else:
             "agent_env.atif": ["AtifExport", "export_atif", "to_atif"],
             "agent_env.bundle": ["Bundle", "load_bundle"],
             "agent_env.contexts": ["VerifierContext"],
-            "agent_env.env": ["Env", "EnvSpec"],
+            "agent_env.env": ["Env", "EnvDefinition"],
             "agent_env.harbor": ["HarborTasks", "harbor_folder", "read_harbor"],
             "agent_env.episode": ["Episode", "EpisodeState", "TurnResult"],
             "agent_env.episode_trajectory": ["trajectory_of"],
@@ -153,7 +153,7 @@ else:
                 "TornDown",
                 "TurnEnded",
             ],
-            "agent_env.mcp": ["McpEnv", "McpEnvSpec", "McpServerConfig", "McpTool", "McpToolError"],
+            "agent_env.mcp": ["McpEnv", "McpEnvDefinition", "McpServerConfig", "McpTool", "McpToolError"],
             "agent_env.replay": ["ReplayResult", "load_solutions", "replay"],
             "agent_env.sandbox": [
                 "CommandResult",

@@ -34,10 +34,10 @@ def timed(call: object, count: int, warmup: int) -> list[float]:
 
 def in_process(count: int, warmup: int) -> list[float]:
     from agent_env.bundle import load_bundle
-    from agent_env.env import EnvSpec
+    from agent_env.env import EnvDefinition
 
     env = load_bundle(BUNDLE).envs["counter"]
-    assert isinstance(env, EnvSpec), "the bench's bundle has one Python env"
+    assert isinstance(env, EnvDefinition), "the bench's bundle has one Python env"
     counter: Any = env.cls()
     counter.setup({})
     return timed(lambda: counter.ping(value=1), count, warmup)
