@@ -18,7 +18,7 @@ from agent_env.task import Agent, AgentConfig, BundleConfig, TaskEntry
 from agent_env.toolset import AnyEnvDefinition
 from agent_env.users._require import INSTALL as USERS_INSTALL
 from agent_env.users.settings import UserFunction, UserModel
-from agent_env.users.spec import SimulatedUser
+from agent_env.users.simulated import SimulatedUser
 from agent_env.verifiers import FunctionCheck, ItemsCheck, Verifier, VerifierFunction, verifier_place
 
 
