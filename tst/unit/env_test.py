@@ -106,17 +106,17 @@ class Derived(Base):
 
 
 def test_from_class_finds_only_tool_marked_methods_in_definition_order():
-    spec = EnvDefinition.from_class("shed", Shed)
+    definition = EnvDefinition.from_class("shed", Shed)
 
-    assert [t.name for t in spec.tools] == ["zip_tarp", "open_door", "mend_net"]
-    assert (spec.name, spec.cls) == ("shed", Shed)
+    assert [t.name for t in definition.tools] == ["zip_tarp", "open_door", "mend_net"]
+    assert (definition.name, definition.cls) == ("shed", Shed)
 
 
 def test_a_tool_keeps_the_roles_it_was_limited_to_and_others_are_open_to_every_role():
-    spec = EnvDefinition.from_class("shed", Shed)
+    definition = EnvDefinition.from_class("shed", Shed)
 
-    assert spec.tool("open_door").roles == frozenset({"foreman", "keeper"})
-    assert spec.tool("zip_tarp").roles is None
+    assert definition.tool("open_door").roles == frozenset({"foreman", "keeper"})
+    assert definition.tool("zip_tarp").roles is None
 
 
 def test_a_method_tool_schema_skips_self():
@@ -127,16 +127,16 @@ def test_a_method_tool_schema_skips_self():
 
 
 def test_a_tool_is_looked_up_by_name_and_an_unknown_name_gives_none():
-    spec = EnvDefinition.from_class("shed", Shed)
+    definition = EnvDefinition.from_class("shed", Shed)
 
-    assert spec.tool("zip_tarp").description == "Zip a tarp shut."
-    assert spec.tool("helper") is None
+    assert definition.tool("zip_tarp").description == "Zip a tarp shut."
+    assert definition.tool("helper") is None
 
 
 def test_a_method_tool_is_called_on_the_env_instance():
-    spec = EnvDefinition.from_class("shed", Shed)
+    definition = EnvDefinition.from_class("shed", Shed)
 
-    assert run(spec.tool("mend_net").call(Shed(), {"net": "trawl", "knots": 3})) == "trawl: 3 knots"
+    assert run(definition.tool("mend_net").call(Shed(), {"net": "trawl", "knots": 3})) == "trawl: 3 knots"
 
 
 def test_tools_inherited_from_a_base_env_are_found():
@@ -179,10 +179,10 @@ def test_a_static_tool_is_called_without_the_instance():
             """
             return 2 * x
 
-    spec = EnvDefinition.from_class("tally", Tally)
+    definition = EnvDefinition.from_class("tally", Tally)
 
-    assert list(spec.tool("double").parameters["properties"]) == ["x"]
-    assert run(spec.tool("double").call(Tally(), {"x": 21})) == "42"
+    assert list(definition.tool("double").parameters["properties"]) == ["x"]
+    assert run(definition.tool("double").call(Tally(), {"x": 21})) == "42"
 
 
 def test_a_tool_mark_above_staticmethod_is_found():
@@ -197,9 +197,9 @@ def test_a_tool_mark_above_staticmethod_is_found():
             """
             return 3 * x
 
-    spec = EnvDefinition.from_class("tally", Tally)
+    definition = EnvDefinition.from_class("tally", Tally)
 
-    assert run(spec.tool("triple").call(Tally(), {"x": 14})) == "42"
+    assert run(definition.tool("triple").call(Tally(), {"x": 14})) == "42"
 
 
 def test_a_classmethod_tool_is_called_with_its_class():
@@ -216,10 +216,10 @@ def test_a_classmethod_tool_is_called_with_its_class():
             """
             return cls.base + x
 
-    spec = EnvDefinition.from_class("tally", Tally)
+    definition = EnvDefinition.from_class("tally", Tally)
 
-    assert list(spec.tool("add").parameters["properties"]) == ["x"]
-    assert run(spec.tool("add").call(Tally(), {"x": 2})) == "42"
+    assert list(definition.tool("add").parameters["properties"]) == ["x"]
+    assert run(definition.tool("add").call(Tally(), {"x": 2})) == "42"
 
 
 def test_a_decorated_tool_runs_its_decorator_when_called():
@@ -245,10 +245,10 @@ def test_a_decorated_tool_runs_its_decorator_when_called():
             """
             return x + y
 
-    spec = EnvDefinition.from_class("tally", Tally)
+    definition = EnvDefinition.from_class("tally", Tally)
 
-    assert list(spec.tool("add").parameters["properties"]) == ["x", "y"]
-    assert run(spec.tool("add").call(Tally(), {"x": 40, "y": 2})) == "42"
+    assert list(definition.tool("add").parameters["properties"]) == ["x", "y"]
+    assert run(definition.tool("add").call(Tally(), {"x": 40, "y": 2})) == "42"
     assert log == ["add"]
 
 
