@@ -22,8 +22,9 @@ if _typing.TYPE_CHECKING:
         CurriculumPolicy as CurriculumPolicy,
         TaskRecord as TaskRecord,
     )
-    from agent_env.env import Env as Env, EnvSpec as EnvSpec
+    from agent_env.env import Env as Env, EnvDefinition as EnvDefinition
     from agent_env.episode import Episode as Episode, EpisodeState as EpisodeState, TurnResult as TurnResult
+    from agent_env.episode_trajectory import trajectory_of as trajectory_of
     from agent_env.errors import (
         AgentEnvError as AgentEnvError,
         ArgumentError as ArgumentError,
@@ -59,16 +60,10 @@ if _typing.TYPE_CHECKING:
     from agent_env.loading import load_bundle as load_bundle
     from agent_env.mcp import (
         McpEnv as McpEnv,
-        McpEnvSpec as McpEnvSpec,
+        McpEnvDefinition as McpEnvDefinition,
         McpServerConfig as McpServerConfig,
         McpTool as McpTool,
         McpToolError as McpToolError,
-    )
-    from agent_env.recording import (
-        Redaction as Redaction,
-        TrajectoryRecorder as TrajectoryRecorder,
-        read_trajectories as read_trajectories,
-        trajectory_of as trajectory_of,
     )
     from agent_env.replay import (
         ReplayResult as ReplayResult,
@@ -118,6 +113,8 @@ if _typing.TYPE_CHECKING:
         TurnRecord as TurnRecord,
         VerifierRecord as VerifierRecord,
     )
+    from agent_env.trajectory_reader import read_trajectories as read_trajectories
+    from agent_env.trajectory_recorder import Redaction as Redaction, TrajectoryRecorder as TrajectoryRecorder
     from agent_env.users import SimulatedUser as SimulatedUser
 else:
     _lazy_exports(
@@ -127,9 +124,10 @@ else:
             "agent_env.bundle": ["Bundle"],
             "agent_env.loading": ["load_bundle"],
             "agent_env.contexts": ["UserContext", "VerifierContext"],
-            "agent_env.env": ["Env", "EnvSpec"],
+            "agent_env.env": ["Env", "EnvDefinition"],
             "agent_env.harbor": ["HarborTasks", "harbor_folder", "read_harbor"],
             "agent_env.episode": ["Episode", "EpisodeState", "TurnResult"],
+            "agent_env.episode_trajectory": ["trajectory_of"],
             "agent_env.errors": [
                 "AgentEnvError",
                 "ArgumentError",
@@ -157,8 +155,7 @@ else:
                 "TornDown",
                 "TurnEnded",
             ],
-            "agent_env.mcp": ["McpEnv", "McpEnvSpec", "McpServerConfig", "McpTool", "McpToolError"],
-            "agent_env.recording": ["Redaction", "TrajectoryRecorder", "read_trajectories", "trajectory_of"],
+            "agent_env.mcp": ["McpEnv", "McpEnvDefinition", "McpServerConfig", "McpTool", "McpToolError"],
             "agent_env.replay": ["ReplayResult", "load_solutions", "replay"],
             "agent_env.sandbox": [
                 "CommandResult",
@@ -200,6 +197,8 @@ else:
                 "TurnRecord",
                 "VerifierRecord",
             ],
+            "agent_env.trajectory_reader": ["read_trajectories"],
+            "agent_env.trajectory_recorder": ["Redaction", "TrajectoryRecorder"],
             "agent_env.users": ["SimulatedUser"],
         },
         eager=["__version__"],

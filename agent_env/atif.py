@@ -27,8 +27,8 @@ from typing import Any
 
 from agent_env._errors import ArgumentError
 from agent_env._unicode import valid_data
-from agent_env.recording import _log_skipped, read_trajectories
 from agent_env.trajectory import ToolCallRecord, Trajectory, TurnRecord, VerifierRecord
+from agent_env.trajectory_reader import _log_skipped, read_trajectories
 
 ATIF_VERSION = "ATIF-v1.7"
 AGENT_NAME = "agent-env"

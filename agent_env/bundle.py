@@ -51,11 +51,11 @@ from agent_env.errors import (
 from agent_env.judges.settings import Judge
 from agent_env.mcp._require import INSTALL as MCP_INSTALL
 from agent_env.mcp.config import McpServerConfig, resolve_placeholders
-from agent_env.mcp.spec import McpEnvSpec
+from agent_env.mcp.definition import McpEnvDefinition
 from agent_env.sandbox.registry import PROVIDERS
 from agent_env.specs import Solution
 from agent_env.task import Agent, BundleConfig, Task
-from agent_env.toolset import AnyEnvSpec
+from agent_env.toolset import AnyEnvDefinition
 from agent_env.verifiers import VERIFIER_TYPES
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -72,7 +72,7 @@ class Bundle:
     name: str
     path: Path
     config: BundleConfig
-    envs: Mapping[str, AnyEnvSpec]
+    envs: Mapping[str, AnyEnvDefinition]
     agents: Mapping[str, Agent]
     splits: Mapping[str, tuple[Task, ...]]
     content_digest: str
@@ -158,7 +158,7 @@ class _Loader:
         config = self._config()
         content = self._content()
         package = module_package(self.root)
-        envs: dict[str, AnyEnvSpec] = dict(python_envs(self.folder, package))
+        envs: dict[str, AnyEnvDefinition] = dict(python_envs(self.folder, package))
         envs.update(self._mcp_envs(config, envs))
         if config is not None and not config.mcp and not (self.root / "envs").is_dir():
             self.problem(
@@ -262,7 +262,9 @@ class _Loader:
             self.problem(where, problem)
         return resolved
 
-    def _mcp_envs(self, config: BundleConfig | None, envs: Mapping[str, AnyEnvSpec]) -> dict[str, McpEnvSpec]:
+    def _mcp_envs(
+        self, config: BundleConfig | None, envs: Mapping[str, AnyEnvDefinition]
+    ) -> dict[str, McpEnvDefinition]:
         """The MCP servers of `[mcp.NAME]` and of `envs/NAME.toml`, as envs."""
         servers: dict[str, tuple[str, McpServerConfig]] = {}
         for name, server in (config.mcp if config else {}).items():
@@ -293,12 +295,12 @@ class _Loader:
                 next(iter(servers.values()))[0],
                 f"MCP envs need the mcp extra, not installed here: {MCP_INSTALL}",
             )
-        found: dict[str, McpEnvSpec] = {}
+        found: dict[str, McpEnvDefinition] = {}
         for name, (where, server) in servers.items():
             if not _ENV_NAME.match(name):
                 self.problem(where, f"env name '{name}' must match {_ENV_NAME.pattern}; rename it")
             elif name in envs or (folder / f"{name}.py").exists():
                 self.problem(where, f"env '{name}' is also envs/{name}.py; an env is a module or a server")
             else:
-                found[name] = McpEnvSpec(name, server, self.root)
+                found[name] = McpEnvDefinition(name, server, self.root)
         return found

@@ -40,8 +40,9 @@ class Env:
 
 
 @dataclass(frozen=True)
-class EnvSpec:
-    """An env class with the tools found on it, under the name tasks and agents use."""
+class EnvDefinition:
+    """An env class with the tools found on it, under the name tasks and agents use: what an episode
+    makes its env from at deploy (a definition of the engine's; the wire's `*Spec` are `agent_env.specs`)."""
 
     name: str
     cls: type[Env]
@@ -50,7 +51,7 @@ class EnvSpec:
     """What the class's `setup` declares its seed to be; None when it takes any mapping."""
 
     @classmethod
-    def from_class(cls, name: str, env_class: type[Env]) -> EnvSpec:
+    def from_class(cls, name: str, env_class: type[Env]) -> EnvDefinition:
         """Collect the class's tools and its seed's shape; raises EnvDefinitionError listing every bad
         tool, and a seed annotation that cannot be validated."""
         tools: list[Tool] = []

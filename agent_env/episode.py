@@ -26,7 +26,7 @@ from agent_env._errors import ArgumentError
 from agent_env._threads import call_maybe_async, run_in_own_thread
 from agent_env._unicode import NOT_UNICODE, invalid_text, valid_data, valid_text
 from agent_env.contexts import UserContext, VerifierContext
-from agent_env.env import Env, EnvSpec
+from agent_env.env import Env, EnvDefinition
 from agent_env.errors import ENDING_CODES, EpisodeError, ErrorCode
 from agent_env.events import (
     Deployed,
@@ -40,7 +40,7 @@ from agent_env.events import (
     TornDown,
     TurnEnded,
 )
-from agent_env.mcp.spec import McpEnvSpec
+from agent_env.mcp.definition import McpEnvDefinition
 from agent_env.sandbox.base import OnHost, Sandbox, SandboxProvider
 from agent_env.sandbox.registry import sandbox_provider
 from agent_env.task import Task
@@ -204,14 +204,14 @@ class Episode:
         envs = self.task.toolset.envs
         try:
             for env in envs:
-                if isinstance(env, EnvSpec):
+                if isinstance(env, EnvDefinition):
                     await self._making(self._make_env(env))
             if self.task.needs_sandbox:
                 self._sandbox_creation = asyncio.ensure_future(self._provider.create(self.task.files))
                 self._sandbox = await asyncio.shield(self._sandbox_creation)
                 self._check_alive()
             # MCP servers start last: a stdio one works in the sandbox's folder.
-            servers = [env for env in envs if isinstance(env, McpEnvSpec)]
+            servers = [env for env in envs if isinstance(env, McpEnvDefinition)]
             for server in servers:
                 await self._making(self._start_server(server))
             if servers:
@@ -478,7 +478,7 @@ class Episode:
         await asyncio.shield(self._env_making)
         self._check_alive()
 
-    async def _start_server(self, env: McpEnvSpec) -> None:
+    async def _start_server(self, env: McpEnvDefinition) -> None:
         """Start (stdio) or reach (HTTP) the server, in the sandbox's folder when it is on this host; the
         SDK (the `mcp` extra) is imported only here, at a deploy that has an MCP env."""
         from agent_env.mcp.env import McpEnv
@@ -486,7 +486,7 @@ class Episode:
         folder = self._sandbox.root if isinstance(self._sandbox, OnHost) else None
         self._envs[env.name] = await McpEnv.start(env, folder=folder, seed=self.task.seed.get(env.name))
 
-    def _list_tools(self, servers: list[McpEnvSpec]) -> None:
+    def _list_tools(self, servers: list[McpEnvDefinition]) -> None:
         """Take the tools the MCP envs' servers listed into the episode's toolset."""
         listed = {env.name: cast("McpEnv", self._envs[env.name]).tools for env in servers}
         try:
@@ -497,7 +497,7 @@ class Episode:
             ) from None
         self._tool_timeouts = self.toolset.tool_timeouts(self.task.sandbox_settings.command_timeout_s)
 
-    async def _make_env(self, env: EnvSpec) -> None:
+    async def _make_env(self, env: EnvDefinition) -> None:
         # A class with no __init__ of its own cannot block in making one: no thread for that.
         instance = env.cls() if env.cls.__init__ is object.__init__ else await call_maybe_async(env.cls)
         assert isinstance(instance, Env)

@@ -24,7 +24,7 @@ from agent_env.specs import (
 )
 from agent_env.toolset import Toolset
 from agent_env.users.settings import UserSpec
-from agent_env.users.spec import SimulatedUser
+from agent_env.users.simulated import SimulatedUser
 from agent_env.verifiers import BashCheck, Verifier, VerifierSpec
 
 

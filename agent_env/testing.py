@@ -20,7 +20,7 @@ from typing import Any
 
 from agent_env._threads import call_maybe_async
 from agent_env.contexts import VerifierContext
-from agent_env.env import Env, EnvSpec
+from agent_env.env import Env, EnvDefinition
 from agent_env.episode import Episode, EpisodeState
 from agent_env.events import EpisodeEvent, ToolCalled, TornDown
 from agent_env.sandbox.base import CommandResult, Sandbox
@@ -114,14 +114,16 @@ class FakeTask:
         self._gone: dict[int, threading.Event] = {}
         env_class = type(f"{self.id}_env", (_ScriptedEnv,), {"script": self})
         tools = tuple(self._tool(fn) for fn in self.tools)
-        specs = [EnvSpec(name, env_class, tools if i == 0 else ()) for i, name in enumerate(self.envs)]
+        definitions = [
+            EnvDefinition(name, env_class, tools if i == 0 else ()) for i, name in enumerate(self.envs)
+        ]
         self._task = Task(
             id=self.id,
             split="",
             index=0,
             agent=Agent("fake", self.envs, self.role, self.bash, self.system_prompt),
             turns=tuple(self.turns),
-            toolset=Toolset(tuple(specs), self.role, self.access, self.bash),
+            toolset=Toolset(tuple(definitions), self.role, self.access, self.bash),
             verifiers=(Verifier(FunctionCheck(type="function", function="score"), self._score),),
         )
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from agent_env._errors import ArgumentError
 from agent_env._nearest import did_you_mean
-from agent_env.env import EnvSpec
+from agent_env.env import EnvDefinition
 from agent_env.errors import EpisodeError, ErrorCode
-from agent_env.mcp.spec import McpEnvSpec
+from agent_env.mcp.definition import McpEnvDefinition
 from agent_env.mcp.tools import McpTool
 from agent_env.names import TRAINER_METHODS
 from agent_env.sandbox.base import KILL_MARGIN_S, Sandbox
@@ -69,7 +69,7 @@ def toolset_name(envs: Sequence[str], role: str, access: Sequence[AccessChange],
     return name
 
 
-AnyEnvSpec = EnvSpec | McpEnvSpec
+AnyEnvDefinition = EnvDefinition | McpEnvDefinition
 """An env of a bundle: a Python class, or an MCP server."""
 AnyTool = Tool | McpTool
 """A tool of an env: a method of a Python env, or one an MCP server lists."""
@@ -83,7 +83,7 @@ class Toolset:
     the toolset has no tools to tell; an episode's deploy makes the one that has (`with_tools`).
     """
 
-    envs: tuple[AnyEnvSpec, ...]
+    envs: tuple[AnyEnvDefinition, ...]
     role: str = DEFAULT_ROLE
     access: tuple[AccessChange, ...] = ()
     bash: bool = False
@@ -102,7 +102,9 @@ class Toolset:
         naming each problem: an access change naming a tool no env of its scope has, or two envs'
         tools of one name."""
         envs = tuple(
-            env.with_tools(tools[env.name]) if isinstance(env, McpEnvSpec) and env.name in tools else env
+            env.with_tools(tools[env.name])
+            if isinstance(env, McpEnvDefinition) and env.name in tools
+            else env
             for env in self.envs
         )
         listed = dataclasses.replace(self, envs=envs)
@@ -171,11 +173,11 @@ class Toolset:
         return declared
 
     @cached_property
-    def env_tools(self) -> tuple[tuple[AnyEnvSpec, AnyTool], ...]:
+    def env_tools(self) -> tuple[tuple[AnyEnvDefinition, AnyTool], ...]:
         """Every env tool the role may call after the access changes, in env then definition order (an
         MCP env's in the order its server listed them); none of an env whose tools are not yet known,
         nor an MCP tool the bundle refused (`McpTool.refused`)."""
-        allowed: list[tuple[AnyEnvSpec, AnyTool]] = []
+        allowed: list[tuple[AnyEnvDefinition, AnyTool]] = []
         for env in self.envs:
             for tool in env.tools or ():
                 if _refused(tool) is not None:
@@ -252,11 +254,11 @@ class Toolset:
         if name == "bash" and self.bash:
             return "bash's own: [sandbox] command_timeout_s plus KILL_MARGIN_S, for the sandbox to answer"
         env_name = self._by_name[name][0] if name in self._by_name else ""
-        if isinstance(self._env(env_name), McpEnvSpec):
+        if isinstance(self._env(env_name), McpEnvDefinition):
             return f"MCP server '{env_name}''s: raise [mcp.{env_name}] call_timeout_s to give it longer"
         return "the tool's own: raise its @tool(timeout_s=...) to give it longer"
 
-    def _env(self, name: str) -> AnyEnvSpec | None:
+    def _env(self, name: str) -> AnyEnvDefinition | None:
         """The env called `name`, or None."""
         return next((env for env in self.envs if env.name == name), None)
 

@@ -3,9 +3,9 @@
 A trajectory is one JSON line: the task, each turn's prompt, tool calls (with their arguments, result
 or error, and time) and reply, each verifier's score, the score, how the episode ended and how long
 its phases took. The server writes it from the episode's own events (`trajectory_of`, in
-agent_env.recording, so that this schema depends on the events alone); eval writes the same model
-from what its client saw. The schema is versioned (`SCHEMA_VERSION`); its JSON Schema
-is `docs/trajectory.schema.json`, which a test keeps equal to `Trajectory.model_json_schema()`.
+agent_env.episode_trajectory, so that this schema depends on the events alone); eval writes the same
+model from what its client saw. The schema is versioned (`SCHEMA_VERSION`); its JSON Schema is
+`docs/trajectory.schema.json`, which a test keeps equal to `Trajectory.model_json_schema()`.
 """
 
 from __future__ import annotations

@@ -33,11 +33,11 @@ def timed(call: object, count: int, warmup: int) -> list[float]:
 
 
 def in_process(count: int, warmup: int) -> list[float]:
-    from agent_env.env import EnvSpec
+    from agent_env.env import EnvDefinition
     from agent_env.loading import load_bundle
 
     env = load_bundle(BUNDLE).envs["counter"]
-    assert isinstance(env, EnvSpec), "the bench's bundle has one Python env"
+    assert isinstance(env, EnvDefinition), "the bench's bundle has one Python env"
     counter: Any = env.cls()
     counter.setup({})
     return timed(lambda: counter.ping(value=1), count, warmup)

@@ -12,13 +12,13 @@ from agent_env._bundle.folder import BundleFolder, too_long_a_prompt
 from agent_env._extras import installed
 from agent_env._nearest import did_you_mean
 from agent_env.errors import EpisodeError
-from agent_env.mcp.spec import McpEnvSpec
+from agent_env.mcp.definition import McpEnvDefinition
 from agent_env.specs import AccessChange
 from agent_env.task import Agent, AgentConfig, BundleConfig, TaskEntry
-from agent_env.toolset import AnyEnvSpec
+from agent_env.toolset import AnyEnvDefinition
 from agent_env.users._require import INSTALL as USERS_INSTALL
 from agent_env.users.settings import UserFunction, UserModel
-from agent_env.users.spec import SimulatedUser
+from agent_env.users.simulated import SimulatedUser
 from agent_env.verifiers import FunctionCheck, ItemsCheck, Verifier, VerifierFunction, verifier_place
 
 
@@ -36,7 +36,7 @@ def turns(count: int) -> str:
 
 
 def checked_agents(
-    folder: BundleFolder, config: BundleConfig, envs: Mapping[str, AnyEnvSpec]
+    folder: BundleFolder, config: BundleConfig, envs: Mapping[str, AnyEnvDefinition]
 ) -> dict[str, Agent]:
     """The agents of bundle.toml whose envs are all defined and whose tools have distinct names."""
     agents: dict[str, Agent] = {}
@@ -62,7 +62,7 @@ def checked_agents(
 
 
 def _no_tool_clashes(
-    folder: BundleFolder, where: str, agent: AgentConfig, envs: Mapping[str, AnyEnvSpec]
+    folder: BundleFolder, where: str, agent: AgentConfig, envs: Mapping[str, AnyEnvDefinition]
 ) -> bool:
     """Whether the agent's envs' tools have distinct names (an MCP env's are checked once listed)."""
     owner: dict[str, str] = {}
@@ -84,7 +84,7 @@ def check_access(
     place: str,
     changes: Iterable[AccessChange],
     agent: Agent,
-    envs: Mapping[str, AnyEnvSpec],
+    envs: Mapping[str, AnyEnvDefinition],
     roles: set[str],
 ) -> None:
     """Each access change's role, env and tools are ones the task's agent has."""
@@ -115,7 +115,7 @@ def checked_verifiers(
     place: str,
     entry: TaskEntry,
     agent: Agent,
-    envs: Mapping[str, AnyEnvSpec],
+    envs: Mapping[str, AnyEnvDefinition],
     functions: Mapping[str, VerifierFunction],
 ) -> tuple[Verifier, ...]:
     """The task's verifiers, each env and function it names checked against the bundle's."""
@@ -145,10 +145,10 @@ def checked_verifiers(
     return tuple(verifiers)
 
 
-def _items_source(folder: BundleFolder, where: str, check: ItemsCheck, env: AnyEnvSpec) -> None:
+def _items_source(folder: BundleFolder, where: str, check: ItemsCheck, env: AnyEnvDefinition) -> None:
     """An items verifier reads `items()`, or a tool of the env's with arguments it takes."""
     if check.tool is None:
-        if isinstance(env, McpEnvSpec):
+        if isinstance(env, McpEnvDefinition):
             folder.problem(
                 where,
                 f"env '{env.name}' is an MCP server: name the tool that returns its items "
@@ -157,7 +157,7 @@ def _items_source(folder: BundleFolder, where: str, check: ItemsCheck, env: AnyE
         elif not env.has_items:
             folder.problem(where, f"env '{env.name}' does not define items(), which the items verifier reads")
         return
-    if isinstance(env, McpEnvSpec):
+    if isinstance(env, McpEnvDefinition):
         return  # its tools are its server's to list: the verifier checks the name when it runs
     tool = env.tool(check.tool)
     if tool is None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 from agent_env._bundle.folder import BundleFolder
-from agent_env.env import Env, EnvSpec
+from agent_env.env import Env, EnvDefinition
 from agent_env.errors import EnvDefinitionError
 from agent_env.verifiers import VerifierFunction
 
@@ -28,10 +28,10 @@ def module_package(root: Path) -> str:
     return f"{package}_{next(_module_counter)}"
 
 
-def python_envs(folder: BundleFolder, package: str) -> dict[str, EnvSpec]:
+def python_envs(folder: BundleFolder, package: str) -> dict[str, EnvDefinition]:
     """The Env subclass of each module of `envs/` (those not starting with `_`), by the module's name."""
     directory = folder.root / "envs"
-    envs: dict[str, EnvSpec] = {}
+    envs: dict[str, EnvDefinition] = {}
     if not directory.is_dir():
         return envs
     for file in sorted(directory.glob("*.py")):
@@ -53,7 +53,7 @@ def python_envs(folder: BundleFolder, package: str) -> dict[str, EnvSpec]:
             )
             continue
         try:
-            envs[file.stem] = EnvSpec.from_class(file.stem, classes[0])
+            envs[file.stem] = EnvDefinition.from_class(file.stem, classes[0])
         except EnvDefinitionError as exc:
             for error in exc.errors:
                 line = f":{error.line}" if error.line else ""

@@ -14,11 +14,11 @@ from pydantic import ValidationError
 from agent_env._bundle.checks import check_access, checked_user, checked_verifiers, hint
 from agent_env._bundle.folder import BundleFolder, too_long_a_prompt
 from agent_env._bundle.judges import BundleJudges
-from agent_env.env import EnvSpec
+from agent_env.env import EnvDefinition
 from agent_env.errors import validation_problems
-from agent_env.mcp.spec import McpEnvSpec
+from agent_env.mcp.definition import McpEnvDefinition
 from agent_env.task import Agent, BundleConfig, FileSource, Task, TaskEntry
-from agent_env.toolset import AnyEnvSpec, Toolset
+from agent_env.toolset import AnyEnvDefinition, Toolset
 from agent_env.users.settings import USER_KINDS
 from agent_env.verifiers import VERIFIER_TYPES, VerifierFunction
 
@@ -32,7 +32,7 @@ class Definitions:
     verifiers.py and users.py."""
 
     config: BundleConfig
-    envs: Mapping[str, AnyEnvSpec]
+    envs: Mapping[str, AnyEnvDefinition]
     agents: Mapping[str, Agent]
     functions: Mapping[str, VerifierFunction]
     users: Mapping[str, Callable[..., Any]]
@@ -47,7 +47,7 @@ class Definitions:
         roles |= {
             role
             for env in self.envs.values()
-            if isinstance(env, McpEnvSpec)
+            if isinstance(env, McpEnvDefinition)
             for r in env.server.roles.values()
             for role in r
         }
@@ -142,7 +142,7 @@ def _task(
                 place,
                 f"seed names env '{env}', which agent '{agent.name}' does not use" + hint(env, agent.envs),
             )
-        elif isinstance(server := envs.get(env), McpEnvSpec) and server.server.url is not None:
+        elif isinstance(server := envs.get(env), McpEnvDefinition) and server.server.url is not None:
             folder.problem(
                 place,
                 f"seed names env '{env}', an MCP server every episode shares (a url): it takes no "
@@ -180,13 +180,17 @@ def _task(
 
 
 def _check_seeds(
-    folder: BundleFolder, place: str, seed: Mapping[str, Any], agent: Agent, envs: Mapping[str, AnyEnvSpec]
+    folder: BundleFolder,
+    place: str,
+    seed: Mapping[str, Any],
+    agent: Agent,
+    envs: Mapping[str, AnyEnvDefinition],
 ) -> None:
     """Each of the agent's envs whose `setup` declares its seed's shape gets a seed of that shape (an
     env the task seeds nothing gets `{}`): a wrong one is found here, not at the first reset."""
     for name in agent.envs:
         env = envs.get(name)
-        if not isinstance(env, EnvSpec) or env.seed_shape is None:
+        if not isinstance(env, EnvDefinition) or env.seed_shape is None:
             continue
         try:
             env.seed_for(seed.get(name, {}))

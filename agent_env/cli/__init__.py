@@ -26,12 +26,12 @@ from agent_env.cli.play import play_in_terminal
 from agent_env.episode import Episode
 from agent_env.errors import AgentEnvError, BundleError
 from agent_env.loading import load_bundle
-from agent_env.recording import DEFAULT_MAX_MB
 from agent_env.replay import ReplayResult, load_solutions, replay_many
 from agent_env.sandbox.base import SandboxProvider
 from agent_env.sandbox.config import DEFAULT_IMAGE
 from agent_env.sandbox.registry import PROVIDERS, sandbox_provider
 from agent_env.task import Task
+from agent_env.trajectory_recorder import DEFAULT_MAX_MB
 from agent_env.verifiers import verifier_labels
 
 

@@ -22,9 +22,9 @@ from agent_env.eval.play import PlaySettings, play_sample
 from agent_env.eval.policy import Policy, TaskPolicies
 from agent_env.eval.results import EvalResult, eval_result
 from agent_env.loading import load_bundle, names_a_bundle
-from agent_env.recording import TrajectoryRecorder
 from agent_env.specs import TaskSpec
 from agent_env.trajectory import Trajectory
+from agent_env.trajectory_recorder import TrajectoryRecorder
 
 if TYPE_CHECKING:
     from agent_env.openenv import BackgroundServer

@@ -1,6 +1,6 @@
 """MCP servers as a bundle's envs (the `mcp` extra): a server's tools offered to the played agent.
 
-`McpServerConfig` is how a bundle declares one, `McpEnvSpec` the env it makes, `McpTool` a tool it
+`McpServerConfig` is how a bundle declares one, `McpEnvDefinition` the env it makes, `McpTool` a tool it
 lists and `McpEnv` one episode's session with it (what verifiers and simulated users read it through).
 The `mcp` SDK is imported only when an episode starts a server (`agent_env.mcp.env`).
 """
@@ -13,8 +13,8 @@ from agent_env._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from agent_env.mcp.config import McpServerConfig as McpServerConfig
+    from agent_env.mcp.definition import McpEnvDefinition as McpEnvDefinition
     from agent_env.mcp.env import McpEnv as McpEnv, McpToolError as McpToolError
-    from agent_env.mcp.spec import McpEnvSpec as McpEnvSpec
     from agent_env.mcp.tools import McpTool as McpTool
 else:
     _lazy_exports(
@@ -22,7 +22,7 @@ else:
         {
             "agent_env.mcp.config": ["McpServerConfig"],
             "agent_env.mcp.env": ["McpEnv", "McpToolError"],
-            "agent_env.mcp.spec": ["McpEnvSpec"],
+            "agent_env.mcp.definition": ["McpEnvDefinition"],
             "agent_env.mcp.tools": ["McpTool"],
         },
     )

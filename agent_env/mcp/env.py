@@ -43,8 +43,8 @@ from agent_env._threads import run_sync  # noqa: E402
 from agent_env.errors import ENDING_CODES, EpisodeError, ErrorCode  # noqa: E402
 from agent_env.mcp._log import ServerLog  # noqa: E402
 from agent_env.mcp.config import SEED_VARIABLE  # noqa: E402
+from agent_env.mcp.definition import McpEnvDefinition  # noqa: E402
 from agent_env.mcp.limits import LOCAL, TOO_LARGE, UNREADABLE, CappedTransport  # noqa: E402
-from agent_env.mcp.spec import McpEnvSpec  # noqa: E402
 from agent_env.mcp.stdio import ReadStream, ServerExitedError, StdioServer, WriteStream  # noqa: E402
 from agent_env.mcp.tools import McpListingError, McpTool, listed_tools, result_text, result_value  # noqa: E402
 
@@ -67,8 +67,8 @@ class McpEnv:
     else its text (parsed as JSON when it is JSON).
     """
 
-    def __init__(self, spec: McpEnvSpec) -> None:
-        self.spec = spec
+    def __init__(self, definition: McpEnvDefinition) -> None:
+        self.definition = definition
         self.tools: tuple[McpTool, ...] = ()
         self._loop = asyncio.get_running_loop()
         self._process: StdioServer | None = None
@@ -81,28 +81,28 @@ class McpEnv:
         fail at once."""
         self._closing = asyncio.Event()
         self._closed = False
-        self._log = ServerLog(spec.name, spec.bundle)
+        self._log = ServerLog(definition.name, definition.bundle)
 
     @classmethod
     async def start(
-        cls, spec: McpEnvSpec, *, folder: Path | None, seed: Mapping[str, Any] | None = None
+        cls, definition: McpEnvDefinition, *, folder: Path | None, seed: Mapping[str, Any] | None = None
     ) -> McpEnv:
         """The env with its session open and its tools listed, within the server's `start_timeout_s`;
         else EpisodeError DEPLOY_FAILED saying why, with nothing left running."""
-        env = cls(spec)
+        env = cls(definition)
         try:
             try:
-                async with asyncio.timeout(spec.server.start_timeout_s):
+                async with asyncio.timeout(definition.server.start_timeout_s):
                     listed = await env._open(folder, seed)
             except TimeoutError:
                 raise env._error(
                     ErrorCode.DEPLOY_FAILED,
-                    f"did not start within its start_timeout_s of {spec.server.start_timeout_s:g} s"
-                    f"{await env._why_lost(wait_s=0)}: raise [mcp.{spec.name}] start_timeout_s if it "
+                    f"did not start within its start_timeout_s of {definition.server.start_timeout_s:g} s"
+                    f"{await env._why_lost(wait_s=0)}: raise [mcp.{definition.name}] start_timeout_s if it "
                     "needs longer",
                 ) from None
             try:
-                env.tools = await run_sync(listed_tools, spec.name, spec.server, listed)
+                env.tools = await run_sync(listed_tools, definition.name, definition.server, listed)
             except McpListingError as exc:
                 raise env._error(
                     ErrorCode.DEPLOY_FAILED, f"lists tools the bundle cannot offer: {exc}"
@@ -115,7 +115,7 @@ class McpEnv:
 
     @property
     def name(self) -> str:
-        return self.spec.name
+        return self.definition.name
 
     def _say_what_is_not_checked(self) -> None:
         """Say once in the log each tool that is not offered, and what each leaves to the server."""
@@ -203,9 +203,9 @@ class McpEnv:
             shutil.rmtree(self._own_folder, ignore_errors=True)
 
     async def _open(self, folder: Path | None, seed: Mapping[str, Any] | None) -> list[types.Tool]:
-        server = self.spec.server
+        server = self.definition.server
         if server.command is not None:
-            cwd = server.working_folder(self.spec.bundle) or folder
+            cwd = server.working_folder(self.definition.bundle) or folder
             if cwd is None:
                 cwd = self._own_folder = Path(tempfile.mkdtemp(prefix=f"agent-env-mcp-{self.name}-"))
             env = dict(server.env)
@@ -274,7 +274,7 @@ class McpEnv:
     async def _call(self, tool: McpTool, arguments: Mapping[str, Any]) -> types.CallToolResult:
         """`tool` called with `arguments` once they meet its schema (INVALID_ARGUMENTS), its structured
         content checked by its output schema, all within `call_timeout_s`."""
-        limit = self.spec.server.call_timeout_s
+        limit = self.definition.server.call_timeout_s
         try:
             async with asyncio.timeout(limit):
                 checked = await run_sync(tool.validate, arguments)
@@ -337,7 +337,7 @@ class McpEnv:
 
     def _failed(self, tool: McpTool, exc: McpError) -> EpisodeError:
         """The error a call answered with, worded: an answer dropped here, or the server's own."""
-        error, limit_bytes = exc.error, self.spec.server.max_result_bytes
+        error, limit_bytes = exc.error, self.definition.server.max_result_bytes
         if error.code == TOO_LARGE and error.data == LOCAL:
             return EpisodeError(
                 ErrorCode.TOOL_ERROR,
@@ -367,7 +367,7 @@ class McpEnv:
         return f" ({'; '.join(parts)})" if parts else ""
 
     def _error(self, code: ErrorCode, what: str) -> EpisodeError:
-        server = self.spec.server
+        server = self.definition.server
         return EpisodeError(code, f"MCP server '{self.name}' ({server.transport}: {server.where}) {what}")
 
 

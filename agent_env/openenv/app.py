@@ -48,7 +48,6 @@ from agent_env.openenv.sessions import SessionServer, own_sessions_only
 from agent_env.openenv.tokens import resolve_token
 from agent_env.openenv.tracker import EpisodeTracker
 from agent_env.openenv.wire import AgentEnvAction, AgentEnvObservation, AgentEnvState, SessionCounts
-from agent_env.recording import DEFAULT_MAX_MB, Redaction, TrajectoryRecorder
 from agent_env.sandbox.base import RunsWithServer, SandboxProvider
 from agent_env.sandbox.by_task import SandboxesByTask
 from agent_env.sandbox.pool import PoolStatus, WarmPool
@@ -62,6 +61,7 @@ from agent_env.specs import (
     SolutionSpec,
     tasks_fingerprint,
 )
+from agent_env.trajectory_recorder import DEFAULT_MAX_MB, Redaction, TrajectoryRecorder
 
 DEFAULT_MAX_CONCURRENT_ENVS = 64
 """Sessions one server holds at once unless `max_concurrent_envs=` or `MAX_CONCURRENT_ENVS` says otherwise."""

@@ -25,9 +25,9 @@ from prometheus_client.registry import Collector
 from agent_env.judges.judging import FAILURES, JudgeCall
 from agent_env.openenv.curricula import Curricula
 from agent_env.openenv.wire import SessionCounts
-from agent_env.recording import DROP_REASONS, TrajectoryRecorder
 from agent_env.sandbox.pool import PoolStatus
 from agent_env.trajectory import Trajectory
+from agent_env.trajectory_recorder import DROP_REASONS, TrajectoryRecorder
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 """The text format every Prometheus reads (the metrics' names need none of the newer format's escaping)."""

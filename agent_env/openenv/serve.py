@@ -30,8 +30,8 @@ from agent_env.loading import load_bundle
 from agent_env.openenv.app import build_app, resolve_max_concurrent_envs
 from agent_env.openenv.connections import ConnectionGuard, ConnectionLimits, raise_descriptor_limit
 from agent_env.openenv.tokens import TOKEN_VARIABLE, resolve_token
-from agent_env.recording import DEFAULT_MAX_MB
 from agent_env.sandbox.base import SandboxProvider
+from agent_env.trajectory_recorder import DEFAULT_MAX_MB
 
 GRACEFUL_SHUTDOWN_S = 30
 """How long a shutdown waits for busy handlers before cancelling them (teardowns are waited for)."""

@@ -15,8 +15,9 @@ import time
 from typing import TYPE_CHECKING
 
 from agent_env.episode import Episode
+from agent_env.episode_trajectory import trajectory_of
 from agent_env.events import ToolCalled, TurnEnded
-from agent_env.recording import TrajectoryRecorder, trajectory_of
+from agent_env.trajectory_recorder import TrajectoryRecorder
 
 if TYPE_CHECKING:
     from agent_env.openenv.metrics import ServerMetrics

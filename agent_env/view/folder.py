@@ -22,8 +22,8 @@ from pathlib import Path
 
 from agent_env._errors import AgentEnvError
 from agent_env._regular_files import NotReadError, jsonl_names, kind_of, look, open_folder, open_text
-from agent_env.recording import trajectories_in
 from agent_env.trajectory import Trajectory
+from agent_env.trajectory_reader import trajectories_in
 
 _WHY_CHARS = 300
 

@@ -44,7 +44,7 @@ class Installed:
     folder: Path
     work: Path
 
-    def run(self, program: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def run(self, program: str, *args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
         """A program of the virtualenv, run from a folder outside the checkout, nothing of it on the path."""
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
         return subprocess.run(
@@ -53,7 +53,7 @@ class Installed:
             env=env,
             capture_output=True,
             text=True,
-            timeout=timeout,
+            timeout=timeout_s,
         )
 
 
@@ -81,7 +81,7 @@ def installed(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Install
     clean = Installed(folder, work)
     done = clean.run(
         "python", "-m", "pip", "install", "--only-binary", ":all:", "--constraint", str(pins),
-        f"{built.wheel}[trl]", timeout=600,
+        f"{built.wheel}[trl]", timeout_s=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     return clean
@@ -143,7 +143,7 @@ def test_agent_env_check_from_the_installed_wheel_passes_the_example_bundle(inst
 
 def test_the_installed_wheel_imports_the_trainers_side_from_its_own_site_packages(installed: Installed):
     done = installed.run(
-        "python", "-c", "import agent_env, agent_env.training.trl; print(agent_env.__file__)", timeout=300
+        "python", "-c", "import agent_env, agent_env.training.trl; print(agent_env.__file__)", timeout_s=300
     )
 
     assert done.returncode == 0, done.stderr

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from agent_env import Episode, EpisodeError, episode as episode_module
-from agent_env.env import Env, EnvSpec
+from agent_env.env import Env, EnvDefinition
 from agent_env.episode import EpisodeState
 from agent_env.openenv import BackgroundServer, build_served_app, tracker as tracker_module
 from agent_env.sandbox import LocalSandboxProvider
@@ -40,7 +40,7 @@ def never() -> Iterator[threading.Event]:
     event.set()
 
 
-def hanging_env(name: str, never: threading.Event, *, in_setup: bool = False) -> EnvSpec:
+def hanging_env(name: str, never: threading.Event, *, in_setup: bool = False) -> EnvDefinition:
     """An env, without tools, whose setup or close never returns (until the test ends)."""
 
     class Hanging(Env):
@@ -51,7 +51,7 @@ def hanging_env(name: str, never: threading.Event, *, in_setup: bool = False) ->
         def close(self) -> None:
             never.wait()
 
-    return EnvSpec(name=name, cls=Hanging, tools=())
+    return EnvDefinition(name=name, cls=Hanging, tools=())
 
 
 def test_an_env_whose_close_never_returns_is_given_up_on_and_the_sandbox_is_still_removed(

@@ -1,4 +1,4 @@
-"""Trajectories of fake tasks really played, and folders of them, for the viewer's tests."""
+"""Trajectories: one made by hand, those of fake tasks really played, and folders of them."""
 
 from __future__ import annotations
 
@@ -10,8 +10,29 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from agent_env import EpisodeError, Trajectory, trajectory_of
+from agent_env import (
+    EpisodeError,
+    OutcomeRecord,
+    TaskRef,
+    ToolCallRecord,
+    Trajectory,
+    TurnRecord,
+    trajectory_of,
+)
 from agent_env.testing import FakeTask
+
+
+def a_trajectory(index: int = 0, *, result: str = "stored") -> Trajectory:
+    """A scored trajectory of one turn and one call, whose arguments hold a password (for redaction)."""
+    arguments = {"crate": f"C{index}", "password": "hunter2"}
+    call = ToolCallRecord(tool="add_crate", arguments=arguments, result=result)
+    return Trajectory(
+        recorded_by="server",
+        task=TaskRef(split="train", index=index, id=f"task-{index}", toolset="dock"),
+        turns=[TurnRecord(turn=1, prompt="Store a crate.", calls=[call], reply="Done.")],
+        score=1.0,
+        outcome=OutcomeRecord(kind="scored"),
+    )
 
 
 def played(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_env.bundle import Bundle
-from agent_env.env import EnvSpec
+from agent_env.env import EnvDefinition
 from agent_env.loading import load_bundle
 from agent_env.replay import load_solutions
 from agent_env.specs import Solution
@@ -65,7 +65,7 @@ def example(task_id: str) -> Task:
     return next(task for tasks in _bundle().splits.values() for task in tasks if task.id == task_id)
 
 
-def with_envs(task: Task, *extra: EnvSpec) -> Task:
+def with_envs(task: Task, *extra: EnvDefinition) -> Task:
     """`task` with more envs beside its own."""
     toolset = task.toolset
     envs = Toolset((*toolset.envs, *extra), toolset.role, toolset.access, toolset.bash)

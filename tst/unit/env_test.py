@@ -1,4 +1,4 @@
-"""Envs: the tools `EnvSpec.from_class` finds on an env class, and the errors of a badly written one."""
+"""Envs: the tools `EnvDefinition.from_class` finds on an env class, and the errors of a badly written one."""
 
 import asyncio
 import functools
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import agent_env
-from agent_env import Env, EnvSpec, tool
+from agent_env import Env, EnvDefinition, tool
 from agent_env.errors import EnvDefinitionError
 
 WHARF = Path(__file__).resolve().parents[2] / "examples" / "wharf"
@@ -26,7 +26,7 @@ def line_of(text: str) -> int:
 
 
 @functools.cache
-def dock() -> EnvSpec:
+def dock() -> EnvDefinition:
     return agent_env.load_bundle(WHARF).envs["dock"]
 
 
@@ -106,46 +106,46 @@ class Derived(Base):
 
 
 def test_from_class_finds_only_tool_marked_methods_in_definition_order():
-    spec = EnvSpec.from_class("shed", Shed)
+    definition = EnvDefinition.from_class("shed", Shed)
 
-    assert [t.name for t in spec.tools] == ["zip_tarp", "open_door", "mend_net"]
-    assert (spec.name, spec.cls) == ("shed", Shed)
+    assert [t.name for t in definition.tools] == ["zip_tarp", "open_door", "mend_net"]
+    assert (definition.name, definition.cls) == ("shed", Shed)
 
 
 def test_a_tool_keeps_the_roles_it_was_limited_to_and_others_are_open_to_every_role():
-    spec = EnvSpec.from_class("shed", Shed)
+    definition = EnvDefinition.from_class("shed", Shed)
 
-    assert spec.tool("open_door").roles == frozenset({"foreman", "keeper"})
-    assert spec.tool("zip_tarp").roles is None
+    assert definition.tool("open_door").roles == frozenset({"foreman", "keeper"})
+    assert definition.tool("zip_tarp").roles is None
 
 
 def test_a_method_tool_schema_skips_self():
-    parameters = EnvSpec.from_class("shed", Shed).tool("mend_net").parameters
+    parameters = EnvDefinition.from_class("shed", Shed).tool("mend_net").parameters
 
     assert list(parameters["properties"]) == ["net", "knots"]
     assert parameters["required"] == ["net"]
 
 
 def test_a_tool_is_looked_up_by_name_and_an_unknown_name_gives_none():
-    spec = EnvSpec.from_class("shed", Shed)
+    definition = EnvDefinition.from_class("shed", Shed)
 
-    assert spec.tool("zip_tarp").description == "Zip a tarp shut."
-    assert spec.tool("helper") is None
+    assert definition.tool("zip_tarp").description == "Zip a tarp shut."
+    assert definition.tool("helper") is None
 
 
 def test_a_method_tool_is_called_on_the_env_instance():
-    spec = EnvSpec.from_class("shed", Shed)
+    definition = EnvDefinition.from_class("shed", Shed)
 
-    assert run(spec.tool("mend_net").call(Shed(), {"net": "trawl", "knots": 3})) == "trawl: 3 knots"
+    assert run(definition.tool("mend_net").call(Shed(), {"net": "trawl", "knots": 3})) == "trawl: 3 knots"
 
 
 def test_tools_inherited_from_a_base_env_are_found():
-    assert {t.name for t in EnvSpec.from_class("derived", Derived).tools} == {"inherited", "own"}
+    assert {t.name for t in EnvDefinition.from_class("derived", Derived).tools} == {"inherited", "own"}
 
 
 def test_a_class_with_several_bad_tools_lists_one_error_per_bad_tool_with_its_line():
     with pytest.raises(EnvDefinitionError) as caught:
-        EnvSpec.from_class("messy", Messy)
+        EnvDefinition.from_class("messy", Messy)
     errors = {e.tool: e for e in caught.value.errors}
 
     assert caught.value.env == "messy"
@@ -158,7 +158,7 @@ def test_a_class_with_several_bad_tools_lists_one_error_per_bad_tool_with_its_li
 
 def test_the_env_definition_error_message_names_the_env_each_tool_and_why():
     with pytest.raises(EnvDefinitionError) as caught:
-        EnvSpec.from_class("messy", Messy)
+        EnvDefinition.from_class("messy", Messy)
     message = str(caught.value)
 
     assert message.startswith("env 'messy': ")
@@ -179,10 +179,10 @@ def test_a_static_tool_is_called_without_the_instance():
             """
             return 2 * x
 
-    spec = EnvSpec.from_class("tally", Tally)
+    definition = EnvDefinition.from_class("tally", Tally)
 
-    assert list(spec.tool("double").parameters["properties"]) == ["x"]
-    assert run(spec.tool("double").call(Tally(), {"x": 21})) == "42"
+    assert list(definition.tool("double").parameters["properties"]) == ["x"]
+    assert run(definition.tool("double").call(Tally(), {"x": 21})) == "42"
 
 
 def test_a_tool_mark_above_staticmethod_is_found():
@@ -197,9 +197,9 @@ def test_a_tool_mark_above_staticmethod_is_found():
             """
             return 3 * x
 
-    spec = EnvSpec.from_class("tally", Tally)
+    definition = EnvDefinition.from_class("tally", Tally)
 
-    assert run(spec.tool("triple").call(Tally(), {"x": 14})) == "42"
+    assert run(definition.tool("triple").call(Tally(), {"x": 14})) == "42"
 
 
 def test_a_classmethod_tool_is_called_with_its_class():
@@ -216,10 +216,10 @@ def test_a_classmethod_tool_is_called_with_its_class():
             """
             return cls.base + x
 
-    spec = EnvSpec.from_class("tally", Tally)
+    definition = EnvDefinition.from_class("tally", Tally)
 
-    assert list(spec.tool("add").parameters["properties"]) == ["x"]
-    assert run(spec.tool("add").call(Tally(), {"x": 2})) == "42"
+    assert list(definition.tool("add").parameters["properties"]) == ["x"]
+    assert run(definition.tool("add").call(Tally(), {"x": 2})) == "42"
 
 
 def test_a_decorated_tool_runs_its_decorator_when_called():
@@ -245,16 +245,16 @@ def test_a_decorated_tool_runs_its_decorator_when_called():
             """
             return x + y
 
-    spec = EnvSpec.from_class("tally", Tally)
+    definition = EnvDefinition.from_class("tally", Tally)
 
-    assert list(spec.tool("add").parameters["properties"]) == ["x", "y"]
-    assert run(spec.tool("add").call(Tally(), {"x": 40, "y": 2})) == "42"
+    assert list(definition.tool("add").parameters["properties"]) == ["x", "y"]
+    assert run(definition.tool("add").call(Tally(), {"x": 40, "y": 2})) == "42"
     assert log == ["add"]
 
 
 def test_has_items_is_true_only_when_the_class_defines_items():
     assert dock().has_items
-    assert not EnvSpec.from_class("shed", Shed).has_items
+    assert not EnvDefinition.from_class("shed", Shed).has_items
 
 
 def test_the_base_env_keeps_its_seed_and_refuses_items_naming_the_class():

@@ -16,7 +16,7 @@ import agent_env
 from agent_env import (
     CommandResult,
     Env,
-    EnvSpec,
+    EnvDefinition,
     Episode,
     EpisodeError,
     EpisodeState,
@@ -47,7 +47,7 @@ def error_of(call: Any) -> EpisodeError:
 
 def logbook(
     name: str, log: list[str], *, setup_error: Exception | None = None, close_error: Exception | None = None
-) -> EnvSpec:
+) -> EnvDefinition:
     """An env, without tools, that writes what happens to its instance into `log`."""
 
     class Logbook(Env):
@@ -61,7 +61,7 @@ def logbook(
             if close_error is not None:
                 raise close_error
 
-    return EnvSpec.from_class(name, Logbook)
+    return EnvDefinition.from_class(name, Logbook)
 
 
 class CountedSandbox:
@@ -480,7 +480,7 @@ def test_teardown_while_a_deploy_makes_an_env_closes_that_env_once_it_is_made(he
         def close(self) -> None:
             log.append("closed")
 
-    episode = Episode(with_envs(example("store-crate-000"), EnvSpec.from_class("slow", Slow)))
+    episode = Episode(with_envs(example("store-crate-000"), EnvDefinition.from_class("slow", Slow)))
 
     async def main() -> list[str]:
         deploying = asyncio.create_task(episode.deploy())
@@ -543,7 +543,9 @@ def test_teardown_runs_an_env_s_own_sync_close_on_a_thread_of_its_own_and_skips_
         """An env that keeps Env's own close, which releases nothing."""
 
     episode = Episode(
-        with_envs(example("store-crate-000"), logbook("logbook", log), EnvSpec.from_class("plain", Plain))
+        with_envs(
+            example("store-crate-000"), logbook("logbook", log), EnvDefinition.from_class("plain", Plain)
+        )
     )
 
     async def main() -> None:

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from agent_env import Env, EnvSpec, EpisodeError, Tool, ToolDefinitionError, tool
+from agent_env import Env, EnvDefinition, EpisodeError, Tool, ToolDefinitionError, tool
 from agent_env.tools import render_result
 
 
@@ -457,7 +457,7 @@ class Crane(Env):
 
 
 def test_a_tool_declares_its_own_deadline_with_timeout_s_and_its_env_keeps_it_in_seconds():
-    crane = EnvSpec.from_class("crane", Crane)
+    crane = EnvDefinition.from_class("crane", Crane)
 
     assert crane.tool("lift").timeout_s == 2.5
     assert crane.tool("lower").timeout_s == 1.0 and isinstance(crane.tool("lower").timeout_s, float)
@@ -467,7 +467,7 @@ def test_a_tool_declares_its_own_deadline_with_timeout_s_and_its_env_keeps_it_in
 
 
 def test_a_declared_deadline_leaves_the_schema_the_model_sees_unchanged():
-    lift = EnvSpec.from_class("crane", Crane).tool("lift")
+    lift = EnvDefinition.from_class("crane", Crane).tool("lift")
 
     assert lift.schema == {
         "type": "function",

@@ -12,7 +12,7 @@ from agent_env import (
     BASH_TOOL,
     AccessChange,
     Env,
-    EnvSpec,
+    EnvDefinition,
     EpisodeError,
     ErrorCode,
     Toolset,
@@ -298,7 +298,7 @@ class Crane(Env):
 
 
 def test_the_spec_lists_each_declared_deadline_beside_the_schemas_and_bash_s_as_its_command_s_plus_margin():
-    crane = EnvSpec.from_class("crane", Crane)
+    crane = EnvDefinition.from_class("crane", Crane)
     plain = Toolset((crane,))
     operated = Toolset((crane,), role="operator", access=(disable("lift", role="operator"),), bash=True)
 
@@ -312,7 +312,7 @@ def test_the_spec_lists_each_declared_deadline_beside_the_schemas_and_bash_s_as_
 
 
 def test_a_listed_deadline_adds_no_key_to_any_schema_the_model_sees():
-    crane = EnvSpec.from_class("crane", Crane)
+    crane = EnvDefinition.from_class("crane", Crane)
 
     spec = Toolset((crane,), bash=True).spec(command_timeout_s=12)
 

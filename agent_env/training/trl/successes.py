@@ -92,8 +92,8 @@ class Sifted:
 def trajectories_of(given: str | Path | Trajectory | Iterable[Trajectory]) -> Iterator[Trajectory]:
     """The trajectories given: a file, a folder of files, one trajectory, or any iterable of them
     (the record schema is imported here, when asked: the trainer's import stays light)."""
-    from agent_env.recording import read_trajectories
     from agent_env.trajectory import Trajectory
+    from agent_env.trajectory_reader import read_trajectories
 
     if isinstance(given, Trajectory):
         yield given

@@ -10,7 +10,7 @@ import pytest
 
 from agent_env import load_bundle
 from agent_env.eval import END_TURN, RESULTS_FILE, EvalResult, OpenAIPolicy, PlaySettings, evaluate
-from agent_env.recording import read_trajectories
+from agent_env.trajectory_reader import read_trajectories
 from tst.support.chat_stand_in import API_KEY, MODEL, eval_ids, start_stand_in
 from tst.support.outcomes import OutcomePolicy, outcome_tasks
 from tst.support.wharf import WHARF

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent_env import BundleError, load_bundle
-from agent_env.mcp import McpEnvSpec
+from agent_env.mcp import McpEnvDefinition
 from tst.support.mcp_bundles import SERVER, a_notes_task, notes_bundle, stdio_server
 
 
@@ -25,7 +25,7 @@ def test_a_server_declared_in_bundle_toml_is_an_env_whose_tools_the_task_api_lis
 
     env = bundle.envs["notes"]
     spec = bundle.task("train", 0).spec
-    assert isinstance(env, McpEnvSpec)
+    assert isinstance(env, McpEnvDefinition)
     assert (env.server.command, env.server.args) == (sys.executable, (str(SERVER),))
     assert spec.toolset.name == "notes" and spec.toolset.envs == ("notes",)
     assert spec.toolset.tools is None and spec.toolset.tool_timeouts == {}
@@ -40,7 +40,7 @@ def test_a_server_may_be_a_file_of_its_own_under_envs_beside_python_envs(tmp_pat
 
     bundle = load_bundle(root)
 
-    assert isinstance(bundle.envs["notes"], McpEnvSpec)
+    assert isinstance(bundle.envs["notes"], McpEnvDefinition)
     assert bundle.envs["notes"].server.headers == {"X-Team": "a"}
     assert bundle.task("train", 0).toolset.name == "notes+shelf"
 
@@ -57,7 +57,7 @@ def test_placeholders_resolve_to_the_bundle_s_folder_the_interpreter_and_the_env
 
     env = load_bundle(notes_bundle(tmp_path, server)).envs["notes"]
 
-    assert isinstance(env, McpEnvSpec)
+    assert isinstance(env, McpEnvDefinition)
     assert env.server.command == sys.executable
     assert env.server.args == (f"{tmp_path.resolve()}/server.py",)
     assert env.server.env == {"TOKEN": "s3cret"}

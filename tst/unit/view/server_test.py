@@ -22,12 +22,12 @@ from tst.support.tools import add_crate, jam_crane
 from tst.support.trajectories import fifo, played, write_folder
 
 
-def get(url: str, *, host: str | None = None, timeout: float = 10) -> tuple[int, Any]:
+def get(url: str, *, host: str | None = None, timeout_s: float = 10) -> tuple[int, Any]:
     """The status and the JSON body, parsed as strictly as a browser's `JSON.parse`: no `Infinity`, no
     `NaN`."""
     request = urllib.request.Request(url, headers={"Host": host} if host else {})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
             return answer.status, strict_json(answer.read())
     except urllib.error.HTTPError as error:
         return error.code, strict_json(error.read())
@@ -217,9 +217,9 @@ def test_a_fifo_in_the_folder_is_listed_as_skipped_at_once_and_once_removed_the_
     view: ViewServer, folder: Path
 ) -> None:
     with fifo(folder / "pipe.jsonl") as pipe:
-        status, listing = get(f"{view.url}api/episodes", timeout=5)
+        status, listing = get(f"{view.url}api/episodes", timeout_s=5)
         pipe.unlink()
-        after = get(f"{view.url}api/episodes", timeout=5)
+        after = get(f"{view.url}api/episodes", timeout_s=5)
 
     assert (status, listing["total"]) == (200, 3)
     assert listing["skipped"]["lines"] == [
@@ -264,7 +264,7 @@ def test_200_requests_at_once_are_all_answered(view: ViewServer) -> None:
     def ask() -> None:
         start.wait(timeout=30)
         try:
-            answered.append(get(f"{view.url}api/episodes", timeout=5)[0])
+            answered.append(get(f"{view.url}api/episodes", timeout_s=5)[0])
         except OSError:  # timed out, or refused
             answered.append(-1)
 
@@ -313,7 +313,7 @@ def test_the_viewer_names_a_function_verifier_by_its_function_not_as_function(tm
     import asyncio
 
     from agent_env import Episode, load_bundle
-    from agent_env.recording import trajectory_of
+    from agent_env.episode_trajectory import trajectory_of
     from tst.support.bundles import a_task, make_bundle
 
     root = make_bundle(

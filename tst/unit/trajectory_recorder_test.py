@@ -9,30 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from agent_env import recording
-from agent_env.recording import REDACTED, Redaction, TrajectoryRecorder, read_trajectories
-from agent_env.trajectory import (
-    OutcomeRecord,
-    TaskRef,
-    ToolCallRecord,
-    Trajectory,
-    TurnRecord,
-    VerifierRecord,
-)
-from tst.support.trajectories import fifo
-from tst.support.waiting import until, within
-
-
-def a_trajectory(index: int = 0, *, result: str = "stored") -> Trajectory:
-    arguments = {"crate": f"C{index}", "password": "hunter2"}
-    call = ToolCallRecord(tool="add_crate", arguments=arguments, result=result)
-    return Trajectory(
-        recorded_by="server",
-        task=TaskRef(split="train", index=index, id=f"task-{index}", toolset="dock"),
-        turns=[TurnRecord(turn=1, prompt="Store a crate.", calls=[call], reply="Done.")],
-        score=1.0,
-        outcome=OutcomeRecord(kind="scored"),
-    )
+from agent_env import trajectory_recorder
+from agent_env.trajectory import Trajectory, VerifierRecord
+from agent_env.trajectory_reader import read_trajectories
+from agent_env.trajectory_recorder import REDACTED, Redaction, TrajectoryRecorder
+from tst.support.trajectories import a_trajectory
+from tst.support.waiting import until
 
 
 def test_each_trajectory_is_one_line_read_back_in_order(tmp_path: Path) -> None:
@@ -122,7 +104,7 @@ def test_a_full_disk_drops_that_trajectory_logged_and_the_next_is_written_to_a_n
 def test_recording_never_blocks_a_full_queue_drops_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(recording, "_QUEUE_SIZE", 3)
+    monkeypatch.setattr(trajectory_recorder, "_QUEUE_SIZE", 3)
     stuck = threading.Event()
     recorder = TrajectoryRecorder(tmp_path)
     monkeypatch.setattr(recorder, "_write", lambda lines: stuck.wait(10))  # a disk that hangs
@@ -138,45 +120,6 @@ def test_recording_never_blocks_a_full_queue_drops_and_says_so(
     assert elapsed < 1.0
     assert recorder.dropped >= 6
     assert "queue is full" in caplog.text
-
-
-def test_lines_that_are_not_trajectories_are_skipped_with_their_place_logged(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    good = a_trajectory().model_dump_json()
-    (tmp_path / "mixed.jsonl").write_text(f'{good}\n{{"not": "a trajectory"}}\n\n{good}\n')
-
-    with caplog.at_level(logging.WARNING, logger="agent_env.recording"):
-        read = list(read_trajectories(tmp_path))
-
-    assert len(read) == 2
-    assert "mixed.jsonl:2 is not a trajectory" in caplog.text
-
-
-def test_a_folder_s_fifo_and_links_are_skipped_unopened_and_said_so_while_its_files_are_read(
-    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    elsewhere = tmp_path_factory.mktemp("elsewhere") / "theirs.jsonl"
-    elsewhere.write_text(a_trajectory(9).model_dump_json() + "\n")
-    (tmp_path / "ours.jsonl").write_text(a_trajectory(1).model_dump_json() + "\n")
-    (tmp_path / "out.jsonl").symlink_to(elsewhere)
-    (tmp_path / "again.jsonl").symlink_to(tmp_path / "ours.jsonl")
-    skipped: list[tuple[str, int, str]] = []
-
-    with fifo(tmp_path / "pipe.jsonl"):
-        read = within(
-            5.0,
-            lambda: list(
-                read_trajectories(tmp_path, skipped=lambda f, n, why: skipped.append((f.name, n, why)))
-            ),
-        )
-
-    assert [t.task.index for t in read] == [1]
-    assert sorted(skipped) == [
-        ("again.jsonl", 0, f"a symbolic link (to {tmp_path / 'ours.jsonl'}): links are not followed"),
-        ("out.jsonl", 0, f"a symbolic link (to {elsewhere}): links are not followed"),
-        ("pipe.jsonl", 0, "not a regular file (a FIFO): not read"),
-    ]
 
 
 def test_a_size_that_is_not_positive_is_refused(tmp_path: Path) -> None:
@@ -248,7 +191,7 @@ def test_twenty_losses_count_twenty_logged_first_with_their_reason_then_as_a_run
 def test_losses_that_go_on_are_logged_as_their_running_total_while_the_writer_waits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(recording, "_LOG_EVERY_S", 0.2)
+    monkeypatch.setattr(trajectory_recorder, "_LOG_EVERY_S", 0.2)
     recorder = TrajectoryRecorder(tmp_path)
     with caplog.at_level(logging.ERROR, logger="agent_env.recording"):
         for index in range(3):

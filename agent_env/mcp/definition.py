@@ -19,7 +19,7 @@ from agent_env.mcp.tools import McpTool
 
 
 @dataclass(frozen=True)
-class McpEnvSpec:
+class McpEnvDefinition:
     """An MCP server, as an env of the bundle at `bundle`; equal to another when its name and server are."""
 
     name: str
@@ -37,7 +37,7 @@ class McpEnvSpec:
         if not self.key:
             object.__setattr__(self, "key", json.dumps(self.server.model_dump(mode="json"), sort_keys=True))
 
-    def with_tools(self, tools: tuple[McpTool, ...]) -> McpEnvSpec:
+    def with_tools(self, tools: tuple[McpTool, ...]) -> McpEnvDefinition:
         """The same env with the tools its server listed."""
         return dataclasses.replace(self, tools=tools)
 

@@ -1,4 +1,5 @@
-"""Writing trajectories to a folder, one JSON line each, without ever holding up an episode.
+"""The trajectory recorder: writing trajectories to a folder, one JSON line each, without ever
+holding up an episode.
 
 `TrajectoryRecorder.record` redacts the trajectory into a line of UTF-8 JSON and puts it on a bounded
 queue; a daemon thread of the recorder's own takes what gathered there every `_GATHER_S`, writes it
@@ -8,9 +9,8 @@ lengthens the queue. A trajectory that cannot be written (one that is not valid 
 fails, a full queue) is dropped and counted by reason (`dropped`, `dropped_by_reason`), and the next
 one is tried afresh: nothing a trajectory holds and nothing the disk does stops the writer, or a
 server. Losses are logged without flooding: the first with its reason, then the running total at
-most every `_LOG_EVERY_S` and at close, so every count logged is the true one.
-`read_trajectories` reads a folder (or file) back, skipping lines that are not trajectories;
-`trajectory_of` makes an episode's trajectory from its events.
+most every `_LOG_EVERY_S` and at close, so every count logged is the true one. Reading them back is
+`agent_env.trajectory_reader`'s.
 """
 
 from __future__ import annotations
@@ -23,22 +23,14 @@ import queue
 import threading
 import time
 import typing
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from pydantic import ValidationError
-
 from agent_env._errors import ArgumentError
-from agent_env._regular_files import NotReadError, jsonl_names, look, open_folder, open_text
 from agent_env._unicode import NOT_UNICODE, invalid_text
-from agent_env.errors import validation_problems
-from agent_env.events import Deployed, Scored, TornDown, TurnEnded
-from agent_env.trajectory import Trajectory, _turns_of
-
-if typing.TYPE_CHECKING:
-    from agent_env.episode import Episode
+from agent_env.trajectory import Trajectory
 
 log = logging.getLogger("agent_env.recording")
 
@@ -329,126 +321,3 @@ class _Losses:
 
 def _trajectories(count: int) -> str:
     return f"{count} trajector{'y' if count == 1 else 'ies'}"
-
-
-def read_trajectories(
-    where: str | Path, *, skipped: Callable[[Path, int, str], None] | None = None
-) -> Iterator[Trajectory]:
-    """Every trajectory in a file, or in a folder's `*.jsonl` files (oldest name first); a line that is
-    not a trajectory of this schema is skipped, logged with its file and line, or, given `skipped`,
-    handed to it (file, line, why) instead, for a caller that reports them itself. In a folder, only
-    regular files are read: a link, a FIFO or a device is skipped unopened, as line 0 with why
-    (`agent_env._regular_files`). Bytes that are not UTF-8 are read as U+FFFD, so one bad line cannot
-    hide the rest of its file."""
-    path = Path(where)
-    report = skipped or _log_skipped
-    if not path.is_dir():
-        yield from _read_file(str(path), path, None, report)
-        return
-    folder = open_folder(path)
-    try:
-        for name in jsonl_names(folder):
-            try:
-                yield from _read_file(name, path / name, folder, report)
-            except FileNotFoundError:  # removed since the listing
-                continue
-    finally:
-        os.close(folder)
-
-
-def _read_file(
-    name: str, shown: Path, folder: int | None, report: Callable[[Path, int, str], None]
-) -> Iterator[Trajectory]:
-    try:
-        look(name, folder)
-        opened, _ = open_text(name, folder)
-    except NotReadError as exc:
-        report(shown, 0, exc.why)
-        return
-    with opened as lines:
-        yield from trajectories_in(lines, shown, skipped=report)
-
-
-def _log_skipped(file: Path, line: int, why: str) -> None:
-    if line:
-        log.warning("%s:%d is not a trajectory: %s", file, line, why)
-    else:
-        log.warning("%s is not read: %s", file, why)
-
-
-def trajectories_in(
-    lines: Iterable[str], file: Path, *, skipped: Callable[[Path, int, str], None] | None = None
-) -> Iterator[Trajectory]:
-    """The trajectories among `lines`, those of `file` (which names it in what is skipped), for a
-    reader that opens the file itself (`agent-env view`); as `read_trajectories` otherwise."""
-    report = skipped or _log_skipped
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            yield Trajectory.model_validate_json(line)
-        except ValidationError as exc:
-            problems = validation_problems(exc, noun="field")
-            report(
-                file,
-                number,
-                "; ".join(problems[:3]) + (f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""),
-            )
-
-
-def trajectory_of(episode: Episode, *, client: str | None = None) -> Trajectory:
-    """The trajectory of an episode, from its events; complete once it is torn down.
-
-    It is built as plain data and validated once, in one call: a server makes one per episode, on
-    its event loop, and a model per call and per turn would cost twice as much.
-    """
-    task = episode.task
-    timings: dict[str, float | None] = {"deploy_s": None, "verify_s": None, "teardown_s": None}
-    verifiers: list[dict[str, Any]] = []
-    last_reply_at: float | None = None
-    for event in episode.events:
-        if isinstance(event, Deployed):
-            timings["deploy_s"] = event.seconds
-        elif isinstance(event, TurnEnded):
-            last_reply_at = event.at
-        elif isinstance(event, Scored):
-            if last_reply_at is not None:
-                timings["verify_s"] = event.at - last_reply_at
-            components = list(event.components) or [{} for _ in event.verifier_scores]
-            details = list(event.details) or ["" for _ in event.verifier_scores]
-            verifiers = [
-                {"type": verifier.spec.type, "weight": verifier.spec.weight, "score": score}
-                | ({"name": verifier.name} if verifier.name != verifier.spec.type else {})
-                | ({"components": dict(named)} if named else {})
-                | ({"detail": detail} if detail else {})
-                for verifier, score, named, detail in zip(
-                    task.verifiers, event.verifier_scores, components, details, strict=False
-                )
-            ]
-        elif isinstance(event, TornDown):
-            timings["teardown_s"] = event.seconds
-    turns = _turns_of(episode.events, task.turns)
-    outcome = episode.outcome
-    ended_at = episode.events[-1].at if episode.events else None
-    started_at = episode.started_at
-    if ended_at is not None and started_at is not None:
-        timings["total_s"] = ended_at - started_at
-    return Trajectory.model_validate(
-        {
-            "recorded_by": "server",
-            "client": client,
-            "task": {"split": task.split, "index": task.index, "id": task.id, "toolset": task.toolset.name},
-            "system_prompt": task.agent.system_prompt or None,
-            "started_at": started_at,
-            "ended_at": ended_at,
-            "turns": turns,
-            "verifiers": verifiers,
-            "score": outcome.score if outcome is not None and outcome.kind == "scored" else None,
-            "outcome": {
-                "kind": outcome.kind if outcome is not None else "abandoned",
-                "code": outcome.code if outcome is not None else None,
-                "reason": outcome.reason if outcome is not None else "",
-            },
-            "timings": timings,
-        }
-    )
