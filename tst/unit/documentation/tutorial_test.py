@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tst.support.cli_server import agent_env_serve
-from tst.support.documented import TUTORIAL_PAGE, blocks, commands, session, write_files
+from tst.support.documented import TUTORIAL_PAGE, blocks, commands, python_blocks, session, write_files
 from tst.support.waiting import until
 
 AGENT_ENV = Path(sys.executable).parent / "agent-env"
@@ -73,7 +73,10 @@ def evaluated(bakery: Path) -> list[subprocess.CompletedProcess[str]]:
 
 def test_every_command_and_file_the_tutorial_shows_is_one_its_tests_run() -> None:
     written = {b.title.split("/")[0] for b in blocks(TUTORIAL_PAGE) if b.title is not None}
+    lines = [line for b in blocks(TUTORIAL_PAGE) if b.language == "bash" for line in b.code.splitlines()]
 
+    assert [line for line in lines if not line.startswith(("agent-env ", "python "))] == []
+    assert python_blocks(TUTORIAL_PAGE) == []  # every Python block is a file the tests write
     assert {command[1] for command in commands(TUTORIAL_PAGE)} == SHOWN
     assert [" ".join(command) for command in commands(TUTORIAL_PAGE, "python")] == ["python train.py"]
     assert written == {"bakery", "hasty.py", "train.py"}
