@@ -15,7 +15,6 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tst.support.cli_server import agent_env_serve
@@ -130,11 +129,13 @@ def test_the_tutorial_s_bundle_is_served_on_loopback_as_the_page_runs_it(bakery:
     [serve] = [command for command in commands(TUTORIAL_PAGE) if command[1] == "serve"]
 
     with agent_env_serve(bakery / serve[2], *serve[3:], log=bakery / "serve.log", tmpdir=bakery) as (_, url):
-        health = httpx.get(f"{url}/health", timeout=10)
-        splits = httpx.get(f"{url}/bakery/splits", timeout=10).json()
+        with urllib.request.urlopen(f"{url}/health", timeout=10) as answer:
+            health = answer.status
+        with urllib.request.urlopen(f"{url}/bakery/splits", timeout=10) as answer:
+            splits = json.loads(answer.read())
 
     assert url.startswith("http://127.0.0.1:")
-    assert health.status_code == 200
+    assert health == 200
     assert splits == [{"name": "train", "type": "train"}]
 
 
