@@ -139,6 +139,8 @@ def checked_verifiers(
                     f"verifier function '{spec.function}' is not defined in verifiers.py"
                     f"{hint(spec.function, functions)}",
                 )
+            elif problem := _signature_problem("verifier function", function, spec.function, spec.args):
+                folder.problem(where, problem)
             verifiers.append(Verifier(spec, function))
         else:
             verifiers.append(Verifier(spec))
@@ -199,19 +201,21 @@ def checked_user(
             f"user function '{spec.function}' is not defined in users.py{hint(spec.function, users)}",
         )
         return None
-    if problem := _user_signature_problem(function, spec):
+    if problem := _signature_problem("user function", function, spec.function, spec.args):
         folder.problem(where, problem)
     return SimulatedUser(spec, function)
 
 
-def _user_signature_problem(function: Callable[..., Any], spec: UserFunction) -> str | None:
-    """Why a user function cannot be called as `NAME(context, **args)` with its task's args, saying
-    the signature it needs; None when it can (or has no signature to read: its call will say)."""
+def _signature_problem(
+    kind: str, function: Callable[..., Any], name: str, args: Mapping[str, Any]
+) -> str | None:
+    """Why a bundle's function (`kind`: a user function, a verifier function) cannot be called as
+    `NAME(context, **args)` with its task's args, saying the signature it needs; None when it can (or
+    has no signature to read: its call will say)."""
     try:
         signature = inspect.signature(function)
     except ValueError:
         return None
-    name, args = spec.function, spec.args
     needed = (
         f"it is called as {name}(context, **args), so write `def {name}({', '.join(['context', *args])})`"
     )
@@ -219,14 +223,11 @@ def _user_signature_problem(function: Callable[..., Any], spec: UserFunction) ->
     first = parameters[0] if parameters else None
     positional = (Parameter.POSITIONAL_ONLY, Parameter.POSITIONAL_OR_KEYWORD, Parameter.VAR_POSITIONAL)
     if first is None or first.kind not in positional:
-        return f"user function '{name}' has no first parameter for the context: {needed}"
+        return f"{kind} '{name}' has no first parameter for the context: {needed}"
     if first.name in args:
-        return (
-            f"user function '{name}' takes the task's arg '{first.name}' first, where the context goes: "
-            f"{needed}"
-        )
+        return f"{kind} '{name}' takes the task's arg '{first.name}' first, where the context goes: {needed}"
     try:
         signature.bind(None, **args)
     except TypeError as exc:
-        return f"user function '{name}' cannot take the task's args {args}: {exc}; {needed}"
+        return f"{kind} '{name}' cannot take the task's args {args}: {exc}; {needed}"
     return None

@@ -12,6 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 FENCE = re.compile(r'^```(\w+)(?: title="([^"]+)")?\n(.*?)^```$', flags=re.MULTILINE | re.DOTALL)
 QUICKSTART_PAGES = (ROOT / "README.md", ROOT / "docs" / "getting-started.md")
+TUTORIAL_PAGE = ROOT / "docs" / "tutorial.md"
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,17 @@ def commands(page: Path, program: str = "agent-env") -> list[list[str]]:
     """The `program` command lines of the page's bash blocks, as argument lists (comments dropped)."""
     lines = [line for b in blocks(page) if b.language == "bash" for line in b.code.splitlines()]
     return [shlex.split(line, comments=True) for line in lines if line.startswith(f"{program} ")]
+
+
+def session(page: Path) -> tuple[list[str], list[str]]:
+    """The page's one terminal session, a `text` block whose lines start `> ` where the person types:
+    what they type (each line after its `> `) and what the program prints (the other lines, blank
+    ones left out)."""
+    [shown] = [b.code for b in blocks(page) if b.language == "text" and "\n> " in b.code]
+    lines = shown.splitlines()
+    return [line[2:] for line in lines if line.startswith("> ")], [
+        line for line in lines if line.strip() and not line.startswith("> ")
+    ]
 
 
 def python_blocks(page: Path) -> list[str]:

@@ -188,6 +188,26 @@ def test_a_function_verifier_must_name_a_function_of_verifiers_py(tmp_path):
     assert "verifier function 'has_dun' is not defined in verifiers.py; did you mean 'has_dune'?" in problem
 
 
+def test_a_function_verifier_that_cannot_take_its_task_s_args_is_refused_at_load_naming_the_signature(
+    tmp_path,
+):
+    verifiers = "def has(context, title):\n    return title in context.envs['shelf'].items()\n"
+    tasks = {
+        "train": [
+            a_task(id="t1", verifiers=[{"type": "function", "function": "has", "args": {"title": "Dune"}}]),
+            a_task(id="t2", verifiers=[{"type": "function", "function": "has", "args": {"titel": "Dune"}}]),
+        ]
+    }
+
+    problems = problems_of(make_bundle(tmp_path / "b", tasks=tasks, verifiers=verifiers))
+
+    assert problems == [
+        "tasks/train.jsonl:2 (task 't2'): verifiers[0]: verifier function 'has' cannot take the task's args "
+        "{'titel': 'Dune'}: missing a required argument: 'title'; it is called as has(context, **args), so "
+        "write `def has(context, titel)`"
+    ]
+
+
 def test_seed_data_for_an_env_the_agent_does_not_use_is_refused(tmp_path):
     tasks = {"train": [a_task(seed={"pantry": {}})]}
 
