@@ -22,6 +22,7 @@ from bench import (
     overhead,
     sandboxes,
     startup,
+    threads,
     trainers,
 )
 from bench.common import ROOT, Results
@@ -42,6 +43,7 @@ SECTIONS = {
     "batch": batch_scoring.run,
     "judges": judges.run,
     "curriculum": curriculum.run,
+    "threads": threads.run,
 }
 
 

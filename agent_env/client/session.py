@@ -16,7 +16,6 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
-from agent_env._deadlines import Deadline
 from agent_env._private.openenv_client import error_frame, refused_for_token
 from agent_env._private.openenv_core import GenericEnvClient
 from agent_env.client.errors import ServerAtCapacityError, ServerUnavailableError
@@ -130,7 +129,7 @@ class SessionClient:
         """What `send()`, called on the loop, answers within `wait_s`."""
         if self.lost:
             raise SessionLostError("the session was lost before this call")
-        deadline = Deadline(wait_s)  # in this task: wait_for would start one more per message
+        deadline = asyncio.timeout(wait_s)  # in this task: wait_for would start one more per message
         try:
             async with deadline:
                 return await send()

@@ -7,14 +7,18 @@ at once (Python cannot stop it); an async call answers as soon as it lets itself
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from agent_env._deadlines import Deadline
 from agent_env.errors import AgentEnvError, ErrorCode
 
 _T = TypeVar("_T")
+
+LONG_S = 0.01
+"""How long a call runs before its connection's messages are read ahead (`ClientLink.read_ahead`)."""
 
 
 class ClientLink:
@@ -22,8 +26,8 @@ class ClientLink:
     it holds one of the server's sessions (set by `SessionServer` when its handler makes one).
 
     `read_ahead` is what starts reading the connection's messages while a call runs, so that a client
-    leaving mid-call is noticed; it is called only once a call has run a while (`LONG_S` of
-    `agent_env._deadlines`), since a quicker call answers before anyone could miss the client.
+    leaving mid-call is noticed; it is called only once a call has run `LONG_S`, since a quicker call
+    answers before anyone could miss the client.
     """
 
     def __init__(self, read_ahead: Callable[[], None] | None = None) -> None:
@@ -31,7 +35,7 @@ class ClientLink:
         self.reason = ErrorCode.CLIENT_GONE
         self.holds_session = False
         self.read_ahead = read_ahead
-        self._deadlines: set[Deadline] = set()
+        self._deadlines: set[asyncio.Timeout] = set()
 
     @property
     def busy(self) -> bool:
@@ -44,13 +48,14 @@ class ClientLink:
         if not self.gone:
             self.gone, self.reason = True, reason
         for deadline in list(self._deadlines):
-            deadline.expire()
+            if not deadline.expired():
+                deadline.reschedule(-math.inf)  # due now: the call is cancelled at the loop's next turn
 
-    def watch(self, deadline: Deadline) -> None:
-        """Interrupt the call under `deadline` if the connection goes while it runs."""
+    def watch(self, deadline: asyncio.Timeout) -> None:
+        """Interrupt the call under `deadline` (entered) if the connection goes while it runs."""
         self._deadlines.add(deadline)
 
-    def forget(self, deadline: Deadline) -> None:
+    def forget(self, deadline: asyncio.Timeout) -> None:
         self._deadlines.discard(deadline)
 
 
@@ -73,25 +78,32 @@ class InterruptedCallError(AgentEnvError):
 async def run_call(call: Awaitable[_T], timeout_s: float | None) -> _T:
     """Await `call`; past `timeout_s`, or once the client is gone, cancel it and raise.
 
-    The call runs in the caller's task under a `Deadline`, not in a task of its own: that costs no
-    extra turn of the event loop per call, and no timer. A call is interrupted where it awaits (a
-    sync tool's thread is let go at once), so the answer comes at once from any call that lets itself
-    be cancelled.
+    The call runs in the caller's task under `asyncio.timeout`, not in a task of its own: that costs
+    no extra turn of the event loop per call. A call is interrupted where it awaits (a sync tool's
+    thread is let go at once), so the answer comes at once from any call that lets itself be
+    cancelled. A call that runs `LONG_S` has its connection read ahead, so a client leaving is seen.
     """
     link = CURRENT_LINK.get()
     if link is not None and link.gone:
         _close(call)
         raise InterruptedCallError(link.reason)
-    deadline = Deadline(timeout_s, on_long=link.read_ahead if link is not None else None)
+    deadline = asyncio.timeout(timeout_s)
     try:
         async with deadline:
-            if link is not None:
-                link.watch(deadline)
+            if link is None:
+                return await call
+            link.watch(deadline)
+            long = (
+                None
+                if link.read_ahead is None
+                else asyncio.get_running_loop().call_later(LONG_S, link.read_ahead)
+            )
             try:
                 return await call
             finally:
-                if link is not None:
-                    link.forget(deadline)
+                link.forget(deadline)
+                if long is not None:
+                    long.cancel()
     except TimeoutError:
         if not deadline.expired():
             raise

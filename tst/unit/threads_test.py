@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
 from agent_env import _threads
+
+ROOT = Path(__file__).parents[2]
+EXIT_S = 60.0
+"""A bound on a fresh interpreter's run: a pool whose threads are joined at exit would hang it."""
 
 
 def test_work_on_a_thread_of_its_own_answers_with_its_result_or_its_error_while_the_pool_is_full(
@@ -104,3 +111,28 @@ def test_a_blocking_call_sees_the_context_of_its_caller() -> None:
         return await _threads.run_sync(seen.get)
 
     assert asyncio.run(play()) == "the caller's"
+
+
+def test_a_process_whose_blocking_call_never_returns_still_exits_once_its_caller_gave_up() -> None:
+    given_up = """
+import asyncio, threading
+from agent_env import _threads
+
+async def main():
+    try:
+        await asyncio.wait_for(_threads.run_sync(threading.Event().wait), 0.1)
+    except TimeoutError:
+        print("given up", flush=True)
+
+asyncio.run(main())
+"""
+    ended = subprocess.run(
+        [sys.executable, "-c", given_up],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=EXIT_S,
+        check=False,
+    )
+
+    assert (ended.returncode, ended.stdout) == (0, "given up\n"), ended.stderr

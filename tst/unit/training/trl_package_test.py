@@ -28,7 +28,6 @@ else:
 
 SHARED_WITH_THE_SERVER = {
     "agent_env",
-    "agent_env._deadlines",
     "agent_env._errors",
     "agent_env._extras",
     "agent_env._lazy",
