@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from agent_env._errors import ArgumentError, StateError
 from agent_env._private.threading_exit import at_exit
-from agent_env.client.deadlines import DEFAULT_RESET_TIMEOUT_S, DEFAULT_TOOL_TIMEOUT_S, Deadlines
+from agent_env.client.deadlines import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_RESET_TIMEOUT_S,
+    DEFAULT_TOOL_TIMEOUT_S,
+    Deadlines,
+)
 from agent_env.client.session import GRACE_S
 from agent_env.client.taskapi import TaskAPI
 from agent_env.client.tools import offered_tools
@@ -116,7 +121,7 @@ class AgentEnv:
         reset_timeout_s: float = DEFAULT_RESET_TIMEOUT_S,
         tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
         tool_timeouts: Mapping[str, float] | None = None,
-        connect_timeout_s: float = 10.0,
+        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
         token: str | Mapping[str, str] | None = None,
         label: str | None = None,
     ) -> None:
