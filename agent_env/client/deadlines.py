@@ -10,6 +10,8 @@ DEFAULT_RESET_TIMEOUT_S = 300.0
 default of every client, the trainer's `AgentEnv` and eval's `PlaySettings` alike."""
 DEFAULT_TOOL_TIMEOUT_S = 60.0
 """The deadline of a tool call, unless the caller names the tool or the tool lists its own."""
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+"""The deadline of opening a session (the WebSocket's connection and its first answer)."""
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_env.client.deadlines import DEFAULT_RESET_TIMEOUT_S, DEFAULT_TOOL_TIMEOUT_S, Deadlines
+from agent_env.client.deadlines import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_RESET_TIMEOUT_S,
+    DEFAULT_TOOL_TIMEOUT_S,
+    Deadlines,
+)
 from agent_env.client.episode import ClientEpisode, EpisodeLostError, next_prompt
 from agent_env.client.session import ServerRefusedError, SessionClient
 from agent_env.client.tools import END_TURN, TASK_OVER, end_turn_tool
@@ -52,7 +57,7 @@ class PlaySettings:
     max_tool_calls: int | None = DEFAULT_MAX_TOOL_CALLS
     reset_timeout_s: float = DEFAULT_RESET_TIMEOUT_S
     tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S
-    connect_timeout_s: float = 10.0
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
 
 
 class _EpisodeOverError(AgentEnvError):

@@ -22,14 +22,10 @@ try:
 except ImportError as missing:
     raise ImportError(f"{missing}; agent_env.training.trl: pip install 'agentenv-framework[trl]'") from None
 
+from agent_env.client.deadlines import DEFAULT_RESET_TIMEOUT_S, DEFAULT_TOOL_TIMEOUT_S  # noqa: E402
 from agent_env.client.session import GRACE_S  # noqa: E402
 from agent_env.client.tools import TASK_OVER  # noqa: E402
-from agent_env.training.trl.agentenv import (  # noqa: E402
-    DEFAULT_RESET_TIMEOUT_S,
-    DEFAULT_TOOL_TIMEOUT_S,
-    AgentEnv,
-    Factory,
-)
+from agent_env.training.trl.agentenv import AgentEnv  # noqa: E402
 from agent_env.training.trl.batch import score_batch  # noqa: E402
 from agent_env.training.trl.classes import ToolsetEnvironment, ToolsetSettings  # noqa: E402
 from agent_env.training.trl.curriculum import OnlineCurriculum  # noqa: E402
@@ -46,6 +42,7 @@ from agent_env.training.trl.errors import (  # noqa: E402
     UnknownSplitError,
     UnsupportedToolError,
 )
+from agent_env.training.trl.factory import Factory  # noqa: E402
 from agent_env.training.trl.fleet import FleetSettings  # noqa: E402
 from agent_env.training.trl.groups import GroupsWithSignal  # noqa: E402
 from agent_env.training.trl.selection import Unmeasured, tasks_with_signal  # noqa: E402

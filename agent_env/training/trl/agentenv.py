@@ -1,23 +1,18 @@
 """`AgentEnv`: a served bundle as TRL's `train_dataset` and `environment_factory`, and its reference
 plays as demonstrations for SFT.
 
-The dataset comes from the server's Task API. The factory is one generated class per toolset of the
-split, each built from the tools the Task API's spec lists for it, so building it deploys nothing;
-a toolset whose tools are known only once deployed (its spec's `tools` is null) is listed by playing
-one of its tasks. With one toolset the factory is that class; with several it is a dict toolset
-name -> class, and every dataset row names its class in TRL's `environment` column. The
-demonstrations are the split's reference plays, played on the server (`demonstrations.py`), or
-recorded successes (`successes.py`), in the same rows.
+The class holds what an AgentEnv was given and what it opened (its fleet of servers, `held.py`), and
+hands each job to its module: the toolsets and their tools (`toolsets.py`), the factory's classes
+(`factory.py`), the rows (`rows.py`, the selection by eval results in `selection.py`), the online
+curriculum (`curriculum.py`), the reference plays (`demonstrations.py`) and recorded successes
+(`successes.py`) as SFT rows, and a server in this process (`local.py`).
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import uuid
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from types import TracebackType
@@ -25,64 +20,33 @@ from typing import TYPE_CHECKING, Any
 
 from agent_env._errors import ArgumentError, StateError
 from agent_env._private.threading_exit import at_exit
-from agent_env.client.deadlines import DEFAULT_RESET_TIMEOUT_S, DEFAULT_TOOL_TIMEOUT_S, Deadlines
-from agent_env.client.session import GRACE_S
-from agent_env.client.taskapi import TaskAPI
-from agent_env.client.tools import offered_tools
+from agent_env.client.deadlines import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_RESET_TIMEOUT_S,
+    DEFAULT_TOOL_TIMEOUT_S,
+)
 from agent_env.client.wire import MAX_LABEL_LENGTH
 from agent_env.curriculum import CurriculumPolicy
-from agent_env.names import TRAINER_METHODS
 from agent_env.specs import TaskSpec
-from agent_env.training.trl.classes import (
-    ToolsetSettings,
-    check_rendering,
-    close_instances,
-    environment_class,
-)
+from agent_env.training.trl.classes import ToolsetSettings
 from agent_env.training.trl.curriculum import DEFAULT_ROWS, OnlineCurriculum, curriculum_rows
-from agent_env.training.trl.demonstrations import (
-    dataset_of,
-    dataset_of_plays,
-    no_solutions,
-    play_solutions,
-)
-from agent_env.training.trl.errors import (
-    DemonstrationError,
-    DemonstrationWarning,
-    ServerUnavailableError,
-    UnknownSplitError,
-)
+from agent_env.training.trl.demonstrations import reference_demonstrations
+from agent_env.training.trl.factory import Factory, factory_of, toolset_settings
 from agent_env.training.trl.fleet import FleetSettings, fleet_of, task_apis
-from agent_env.training.trl.selection import Bounds, Unmeasured, criteria, no_task_within, tasks_with_signal
-from agent_env.training.trl.successes import (
-    FOREIGN_CHOICES,
-    Foreign,
-    check_min_score,
-    sift,
-    trajectories_of,
-)
+from agent_env.training.trl.held import Held
+from agent_env.training.trl.local import serve_in_process
+from agent_env.training.trl.rows import task_rows
+from agent_env.training.trl.selection import Bounds, Unmeasured, selected
+from agent_env.training.trl.successes import Foreign, successes_dataset
+from agent_env.training.trl.toolsets import Listing, first_tasks, listing, offered
 
 if TYPE_CHECKING:
     from datasets import Dataset
 
     from agent_env.bundle import Bundle
     from agent_env.eval.results import EvalResult
-    from agent_env.openenv import BackgroundServer
     from agent_env.sandbox.base import SandboxProvider
     from agent_env.trajectory import Trajectory
-
-PROBE_LABEL = "agent_env: the factory's probe, listing the tools of toolset {toolset}"
-"""The label of the episode a factory plays only to list a toolset's tools (an MCP env's, known only
-once deployed): a server that records trajectories writes it into that episode's, so the probe, left
-unfinished by design, reads as what it is."""
-
-
-def probe_label(toolset: str) -> str:
-    return PROBE_LABEL.format(toolset=toolset)[:MAX_LABEL_LENGTH]
-
-
-Factory = type | dict[str, type]
-log = logging.getLogger("agent_env.training.trl")
 
 
 class AgentEnv:
@@ -116,7 +80,7 @@ class AgentEnv:
         reset_timeout_s: float = DEFAULT_RESET_TIMEOUT_S,
         tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
         tool_timeouts: Mapping[str, float] | None = None,
-        connect_timeout_s: float = 10.0,
+        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
         token: str | Mapping[str, str] | None = None,
         label: str | None = None,
     ) -> None:
@@ -147,7 +111,7 @@ class AgentEnv:
         self._fleet = fleet_of(
             key, replace(given, fingerprint=apis[0].fingerprint), connect_timeout_s=self.connect_timeout_s
         )
-        self._held = _Held(key, self._api)
+        self._held = Held(key, self._api)
         try:
             self._tasks = {split: self._api.tasks(split)}
         except BaseException:
@@ -209,14 +173,7 @@ class AgentEnv:
         are not a bundle's (`agent_env.testing`'s fakes), or such an app wrapped in ASGI middleware.
         `options` are AgentEnv's. The server stops as `local()`'s does: at `close()` or at exit.
         """
-        from agent_env.openenv import BackgroundServer
-
-        server = BackgroundServer(app).start()
-        try:
-            env = cls(server.url, **options)
-        except BaseException:
-            server.stop()
-            raise
+        env, server = serve_in_process(app, lambda url: cls(url, **options))
         env._held.server = server
         return env
 
@@ -248,42 +205,17 @@ class AgentEnv:
         """
         from datasets import Dataset
 
-        tasks = self._split_tasks(split)
-        asked = criteria(score_std=score_std, mean_score=mean_score, pass_rate=pass_rate)
-        if bool(asked) != (results is not None):
-            named = " and ".join(criterion.measure for criterion in asked) or "results"
-            raise ArgumentError(
-                f"{named} and bounds to select by go together: pass results=the results.json of "
-                f"`agent-env eval --split {split} -n K` with score_std=(0.01, None) (the tasks whose samples "
-                "differ in score), mean_score=(low, high) or pass_rate=(low, high); or none of them for "
-                "every task of the split"
-                if results is not None
-                else f"{named} needs results=: the results.json of `agent-env eval --split {split} -n K` "
-                "that measured it; or leave it out for every task of the split"
-            )
-        if asked and results is not None:
-            chosen = set(
-                tasks_with_signal(
-                    results,
-                    score_std=score_std,
-                    mean_score=mean_score,
-                    pass_rate=pass_rate,
-                    tasks=tasks,
-                    tasks_fingerprint=self._api.fingerprint,
-                    unmeasured=unmeasured,
-                )
-            )
-            if not chosen:
-                raise ArgumentError(no_task_within(split, asked, results))
-            tasks = [task for task in tasks if task.index in chosen]
-        toolsets = self._toolsets()
-        if stray := sorted({task.toolset.name for task in tasks} - set(toolsets)):
-            raise ArgumentError(
-                f"split '{split}' has tasks of toolsets ({', '.join(stray)}) that split '{self.split}', the "
-                f"factory's, lacks, so TRL could not run them: make AgentEnv(url, split='{split}') for them"
-            )
-        multi = len(toolsets) > 1
-        return Dataset.from_list([_row(task, multi) for task in tasks])
+        tasks = selected(
+            self._split_tasks(split),
+            split,
+            results,
+            score_std=score_std,
+            mean_score=mean_score,
+            pass_rate=pass_rate,
+            unmeasured=unmeasured,
+            tasks_fingerprint=self._api.fingerprint,
+        )
+        return Dataset.from_list(task_rows(tasks, self._toolsets(), split=split, factory_split=self.split))
 
     def curriculum(
         self,
@@ -320,28 +252,17 @@ class AgentEnv:
         naming each; with `strict=True` a `DemonstrationError` instead. A split without solutions
         is a `DemonstrationError`; an unknown split as for `dataset_for`.
         """
-        from agent_env.eval.play import PlaySettings
-
-        tasks = {task.index: task for task in self._split_tasks(split)}
-        solutions = self._api.solutions(split)
-        if not solutions:
-            raise no_solutions(split, self._api.url, tasks.values())
-        tools = self._offered(tasks[solution.index] for solution in solutions)
-        settings = PlaySettings(
-            max_tool_calls=None,  # a reference play is a finite script: every call of it is played
+        return reference_demonstrations(
+            self._api,
+            split,
+            self._split_tasks(split),
+            self._offered,
             reset_timeout_s=self.reset_timeout_s,
             tool_timeout_s=max([self.tool_timeout_s, *self.tool_timeouts.values()]),
             connect_timeout_s=self.connect_timeout_s,
-        )
-        played = play_solutions(
-            self._api.url,
-            tasks,
-            solutions,
-            settings,
             token=self._fleet.settings.token_for(self._api.url),
-            sessions=self._api.max_concurrent_envs,
+            strict=strict,
         )
-        return dataset_of(split, played, tools, strict=strict)
 
     def demonstrations_from(
         self,
@@ -371,46 +292,23 @@ class AgentEnv:
         `DemonstrationError` naming each, or with `foreign="skip"` left out with a
         `DemonstrationWarning`. No success at all is a `DemonstrationError` with the counts.
         """
-        min_score = check_min_score(min_score)
-        if foreign not in FOREIGN_CHOICES:
-            raise ArgumentError(f"foreign must be one of {', '.join(FOREIGN_CHOICES)}, got {foreign!r}")
-        sifted = sift(trajectories_of(trajectories), split, self._split_tasks(split), min_score)
-        if sifted.read == 0:
-            where = trajectories if isinstance(trajectories, str | Path) else "the trajectories given"
-            raise DemonstrationError(
-                f"no trajectories in {where}: `agent-env eval --split {split} -n K --out DIR` or "
-                "`agent-env serve --record DIR` writes them"
-            )
-        if sifted.foreign:
-            report = sifted.foreign_report(self._api.url)
-            if foreign == "error":
-                fix = (
-                    "Pass the trajectories of this server's tasks (a bundle changed since they were "
-                    "recorded is another bundle), or foreign='skip' to leave these out."
-                )
-                raise DemonstrationError(report + fix, tuple(sifted.foreign))
-            warnings.warn(f"{report}They are left out.", DemonstrationWarning, stacklevel=2)
-        if not sifted.kept:
-            raise DemonstrationError(sifted.none_kept())
-        log.info("demonstrations from trajectories: %s", sifted.summary())
-        return dataset_of_plays(sifted.kept, self._offered(task for task, _ in sifted.kept))
+        return successes_dataset(
+            trajectories,
+            split,
+            self._split_tasks(split),
+            url=self._api.url,
+            offered=self._offered,
+            min_score=min_score,
+            foreign=foreign,
+        )
 
     @cached_property
     def factory(self) -> Factory:
         """TRL's `environment_factory`: a class, or a dict toolset name -> class when toolsets differ."""
         self._require_open()
-        classes: dict[str, type] = {}
-        for name, task in self._toolsets().items():
-            made = environment_class(self._settings(name, task))
-            check_rendering(made)
-            classes[name] = made
-        tools = {tool for made in classes.values() for tool in dir(made) if not tool.startswith("_")}
-        if stray := sorted(set(self.tool_timeouts) - tools):
-            raise ArgumentError(
-                f"tool_timeouts names tools no toolset of split '{self.split}' has: {', '.join(stray)} "
-                f"(tools: {', '.join(sorted(tools - TRAINER_METHODS))})"
-            )
-        return next(iter(classes.values())) if len(classes) == 1 else classes
+        return factory_of(
+            self._toolsets(), self._settings, split=self.split, tool_timeouts=self.tool_timeouts
+        )
 
     def close(self) -> None:
         """End every episode this AgentEnv's environments hold, and stop the server `local()` or
@@ -443,105 +341,26 @@ class AgentEnv:
 
     def _toolsets(self) -> dict[str, TaskSpec]:
         """Each toolset of the split, with the first task that uses it."""
-        tasks = self._split_tasks(self.split)
-        if not tasks:
-            raise UnknownSplitError(
-                f"split '{self.split}' on {self._api.url} has no tasks: pass another split="
-            )
-        firsts: dict[str, TaskSpec] = {}
-        for task in tasks:
-            firsts.setdefault(task.toolset.name, task)
-        return firsts
+        return first_tasks(self._split_tasks(self.split), self.split, self._api.url)
 
     def _settings(self, toolset: str, task: TaskSpec) -> ToolsetSettings:
-        listing = self._listing(task)
-        return ToolsetSettings(
+        return toolset_settings(
+            self._listing(task),
             key=self._held.key,
             fleet=self._fleet.settings,
             toolset=toolset,
-            tools=tuple(json.dumps(tool) for tool in listing.tools),
-            deadlines=Deadlines(
-                self.reset_timeout_s,
-                self.tool_timeout_s,
-                tuple(sorted(self.tool_timeouts.items())),
-                tuple(sorted(listing.tool_timeouts.items())),
-            ),
+            reset_timeout_s=self.reset_timeout_s,
+            tool_timeout_s=self.tool_timeout_s,
+            tool_timeouts=self.tool_timeouts,
             connect_timeout_s=self.connect_timeout_s,
             label=self.label,
         )
 
     def _offered(self, tasks: Iterable[TaskSpec]) -> dict[str, list[dict[str, Any]]]:
-        """The tools of each of the tasks' toolsets, as GRPOTrainer shows them to the model."""
-        tools: dict[str, list[dict[str, Any]]] = {}
-        for task in tasks:
-            if task.toolset.name not in tools:
-                tools[task.toolset.name] = offered_tools(self._listing(task).tools)
-        return tools
+        return offered(tasks, self._listing)
 
-    def _listing(self, task: TaskSpec) -> _Listing:
-        """The tools of the task's toolset and the deadlines they declare: from its spec, or, for a
-        toolset whose tools are known only once deployed, as the server lists them when the task is
-        played."""
-        if task.toolset.tools is not None:
-            return _Listing(task.toolset.tools, task.toolset.tool_timeouts)
-        return self._listed(task)
-
-    def _listed(self, task: TaskSpec) -> _Listing:
-        """The tools of the task's toolset, as the server lists them when the task is played."""
-        session = self._fleet.open_session()
-        try:
-            label = probe_label(task.toolset.name)
-            answer = session.reset(
-                task.split, task.index, timeout_s=self.reset_timeout_s, label=label
-            ).result()
-        except Exception as exc:
-            raise ServerUnavailableError(
-                f"listing toolset '{task.toolset.name}': playing task {task.split}/{task.index} failed: {exc}"
-            ) from None
-        finally:
-            session.close()
-        if answer.error is not None or answer.tools is None:
-            why = f"{answer.error.code}: {answer.error.message}" if answer.error else "it listed no tools"
-            raise ServerUnavailableError(
-                f"listing toolset '{task.toolset.name}': playing task {task.split}/{task.index} failed: {why}"
-            )
-        return _Listing(answer.tools, answer.tool_timeouts or {})
+    def _listing(self, task: TaskSpec) -> Listing:
+        return listing(task, self._fleet, reset_timeout_s=self.reset_timeout_s)
 
 
-@dataclass(frozen=True)
-class _Listing:
-    """A toolset's tools as the server lists them, and the deadlines they declare (an older server
-    lists none)."""
-
-    tools: Sequence[Mapping[str, Any]]
-    tool_timeouts: Mapping[str, float]
-
-
-def _row(task: TaskSpec, multi: bool) -> dict[str, Any]:
-    row: dict[str, Any] = {"prompt": task.prompt, "split": task.split, "index": task.index}
-    if multi:
-        row["environment"] = task.toolset.name
-    return row
-
-
-@dataclass
-class _Held:
-    """What an AgentEnv must release, even when the process exits after the AgentEnv itself is gone
-    (a trainer's script keeps the factory, not the AgentEnv): its classes' sessions, its server."""
-
-    key: str
-    api: TaskAPI
-    server: BackgroundServer | None = None
-    closed: bool = False
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        close_instances(self.key)
-        self.api.close()
-        if self.server is not None:
-            self.server.stop()
-
-
-__all__ = ["DEFAULT_RESET_TIMEOUT_S", "DEFAULT_TOOL_TIMEOUT_S", "GRACE_S", "AgentEnv"]
+__all__ = ["DEFAULT_RESET_TIMEOUT_S", "DEFAULT_TOOL_TIMEOUT_S", "AgentEnv"]

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from agent_env._errors import ArgumentTypeError, StateError
 from agent_env._private.threading_exit import at_exit
-from agent_env.client.deadlines import Deadlines
+from agent_env.client.deadlines import DEFAULT_CONNECT_TIMEOUT_S, Deadlines
 from agent_env.client.session import SessionClient, close_sessions
 from agent_env.client.signatures import ToolSignature, UnsupportedToolError, tool_signature
 from agent_env.client.tools import ToolMethods, tool_method
@@ -42,7 +42,7 @@ class ToolsetSettings:
     tools: tuple[str, ...]
     """Each tool's JSON Schema, as JSON text."""
     deadlines: Deadlines
-    connect_timeout_s: float = 10.0
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
     label: str | None = None
     """Sent with each reset: the server's recorded trajectories carry it (`AgentEnv(label=...)`)."""
 

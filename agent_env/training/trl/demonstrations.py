@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,8 +35,12 @@ from agent_env.training.trl.errors import DemonstrationError, DemonstrationWarni
 if TYPE_CHECKING:
     from datasets import Dataset, Features
 
+    from agent_env.client.taskapi import TaskAPI
     from agent_env.eval.play import PlaySettings
     from agent_env.trajectory import ToolCallRecord, Trajectory
+
+Offered = Callable[[Iterable[TaskSpec]], Mapping[str, Sequence[Mapping[str, Any]]]]
+"""The tools of each of the tasks' toolsets, as GRPOTrainer shows them (`toolsets.offered`)."""
 
 MAX_PLAYS_AT_ONCE = 8
 """Reference plays played at once (fewer when the server holds fewer sessions)."""
@@ -103,6 +107,39 @@ def no_solutions(split: str, url: str, tasks: Iterable[TaskSpec] = ()) -> Demons
     )
 
 
+def reference_demonstrations(
+    api: TaskAPI,
+    split: str,
+    tasks: Sequence[TaskSpec],
+    offered: Offered,
+    *,
+    reset_timeout_s: float,
+    tool_timeout_s: float,
+    connect_timeout_s: float,
+    token: str | None,
+    strict: bool,
+) -> Dataset:
+    """`AgentEnv.demonstrations`: the split's reference plays, each played on `api`'s server now with
+    these deadlines, as rows; a split without solutions is a `DemonstrationError`."""
+    from agent_env.eval.play import PlaySettings
+
+    by_index = {task.index: task for task in tasks}
+    solutions = api.solutions(split)
+    if not solutions:
+        raise no_solutions(split, api.url, by_index.values())
+    tools = offered(by_index[solution.index] for solution in solutions)
+    settings = PlaySettings(
+        max_tool_calls=None,  # a reference play is a finite script: every call of it is played
+        reset_timeout_s=reset_timeout_s,
+        tool_timeout_s=tool_timeout_s,
+        connect_timeout_s=connect_timeout_s,
+    )
+    played = play_solutions(
+        api.url, by_index, solutions, settings, token=token, sessions=api.max_concurrent_envs
+    )
+    return dataset_of(split, played, tools, strict=strict)
+
+
 def play_solutions(
     url: str,
     tasks: Mapping[int, TaskSpec],
@@ -152,7 +189,7 @@ def dataset_of(
             f"{what}They are left out of the demonstrations: {fix}, or pass strict=True to make this "
             "an error.",
             DemonstrationWarning,
-            stacklevel=3,
+            stacklevel=4,  # the caller of AgentEnv.demonstrations
         )
     return dataset_of_plays(((play.task, play.trajectory) for play in played if play.failure is None), tools)
 

@@ -74,6 +74,50 @@ def criteria(
     return [_criterion(name, bounds) for name, bounds in asked.items() if bounds is not None]
 
 
+def selected(
+    tasks: Sequence[TaskSpec],
+    split: str,
+    results: EvalResult | str | Path | None,
+    *,
+    score_std: Bounds | None,
+    mean_score: Bounds | None,
+    pass_rate: Bounds | None,
+    unmeasured: Unmeasured,
+    tasks_fingerprint: str | None,
+) -> list[TaskSpec]:
+    """`AgentEnv.dataset_for`'s selection: the split's tasks within the bounds asked of `results`' measures
+    (`tasks_with_signal`), or every task when neither is given; one without the other is refused, and
+    so is a selection that keeps no task."""
+    asked = criteria(score_std=score_std, mean_score=mean_score, pass_rate=pass_rate)
+    if bool(asked) != (results is not None):
+        named = " and ".join(criterion.measure for criterion in asked) or "results"
+        raise ArgumentError(
+            f"{named} and bounds to select by go together: pass results=the results.json of "
+            f"`agent-env eval --split {split} -n K` with score_std=(0.01, None) (the tasks whose samples "
+            "differ in score), mean_score=(low, high) or pass_rate=(low, high); or none of them for "
+            "every task of the split"
+            if results is not None
+            else f"{named} needs results=: the results.json of `agent-env eval --split {split} -n K` "
+            "that measured it; or leave it out for every task of the split"
+        )
+    if not asked or results is None:
+        return list(tasks)
+    chosen = set(
+        tasks_with_signal(
+            results,
+            score_std=score_std,
+            mean_score=mean_score,
+            pass_rate=pass_rate,
+            tasks=tasks,
+            tasks_fingerprint=tasks_fingerprint,
+            unmeasured=unmeasured,
+        )
+    )
+    if not chosen:
+        raise ArgumentError(no_task_within(split, asked, results))
+    return [task for task in tasks if task.index in chosen]
+
+
 def tasks_with_signal(
     results: EvalResult | str | Path,
     *,

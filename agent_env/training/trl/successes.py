@@ -11,7 +11,9 @@ is dropped unsaid. What is kept becomes rows in `demonstrations.py`, the one row
 
 from __future__ import annotations
 
+import logging
 import math
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,14 +22,19 @@ from typing import TYPE_CHECKING, Literal
 
 from agent_env._errors import ArgumentError
 from agent_env.specs import TaskSpec
+from agent_env.training.trl.demonstrations import Offered, dataset_of_plays
+from agent_env.training.trl.errors import DemonstrationError, DemonstrationWarning
 
 if TYPE_CHECKING:
+    from datasets import Dataset
+
     from agent_env.trajectory import Trajectory
 
 Foreign = Literal["error", "skip"]
 FOREIGN_CHOICES: tuple[Foreign, ...] = ("error", "skip")
 NAMED = 10
 """Foreign trajectories a message names; the rest are counted."""
+log = logging.getLogger("agent_env.training.trl")
 
 
 @dataclass
@@ -87,6 +94,43 @@ class Sifted:
             f"{len(self.foreign)} of {self.of_split} trajectories of split '{self.split}' are not of a task "
             f"{url} serves:\n  {named}{more}\n"
         )
+
+
+def successes_dataset(
+    trajectories: str | Path | Trajectory | Iterable[Trajectory],
+    split: str,
+    tasks: Sequence[TaskSpec],
+    *,
+    url: str,
+    offered: Offered,
+    min_score: float,
+    foreign: Foreign,
+) -> Dataset:
+    """`AgentEnv.demonstrations_from`: the trajectories of `split` that scored at least `min_score`, as
+    rows, the server at `url` serving `tasks`; what is left out counted in one INFO line."""
+    min_score = check_min_score(min_score)
+    if foreign not in FOREIGN_CHOICES:
+        raise ArgumentError(f"foreign must be one of {', '.join(FOREIGN_CHOICES)}, got {foreign!r}")
+    sifted = sift(trajectories_of(trajectories), split, tasks, min_score)
+    if sifted.read == 0:
+        where = trajectories if isinstance(trajectories, str | Path) else "the trajectories given"
+        raise DemonstrationError(
+            f"no trajectories in {where}: `agent-env eval --split {split} -n K --out DIR` or "
+            "`agent-env serve --record DIR` writes them"
+        )
+    if sifted.foreign:
+        report = sifted.foreign_report(url)
+        if foreign == "error":
+            fix = (
+                "Pass the trajectories of this server's tasks (a bundle changed since they were "
+                "recorded is another bundle), or foreign='skip' to leave these out."
+            )
+            raise DemonstrationError(report + fix, tuple(sifted.foreign))
+        warnings.warn(f"{report}They are left out.", DemonstrationWarning, stacklevel=3)
+    if not sifted.kept:
+        raise DemonstrationError(sifted.none_kept())
+    log.info("demonstrations from trajectories: %s", sifted.summary())
+    return dataset_of_plays(sifted.kept, offered(task for task, _ in sifted.kept))
 
 
 def trajectories_of(given: str | Path | Trajectory | Iterable[Trajectory]) -> Iterator[Trajectory]:

@@ -7,7 +7,11 @@ import inspect
 
 import pytest
 
-from agent_env.client.deadlines import DEFAULT_RESET_TIMEOUT_S, DEFAULT_TOOL_TIMEOUT_S
+from agent_env.client.deadlines import (
+    DEFAULT_CONNECT_TIMEOUT_S,
+    DEFAULT_RESET_TIMEOUT_S,
+    DEFAULT_TOOL_TIMEOUT_S,
+)
 
 pytestmark = pytest.mark.needs("trl_installed")
 
@@ -26,3 +30,15 @@ def test_the_trainer_and_eval_default_to_the_same_reset_and_tool_deadlines() -> 
         DEFAULT_RESET_TIMEOUT_S,
         DEFAULT_TOOL_TIMEOUT_S,
     )
+
+
+def test_the_trainer_its_classes_and_eval_default_to_the_same_connect_deadline() -> None:
+    from agent_env.eval import PlaySettings
+    from agent_env.training.trl import AgentEnv, ToolsetSettings
+
+    assert inspect.signature(AgentEnv).parameters["connect_timeout_s"].default == DEFAULT_CONNECT_TIMEOUT_S
+    assert (
+        inspect.signature(ToolsetSettings).parameters["connect_timeout_s"].default
+        == DEFAULT_CONNECT_TIMEOUT_S
+    )
+    assert PlaySettings().connect_timeout_s == DEFAULT_CONNECT_TIMEOUT_S
