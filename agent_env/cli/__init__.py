@@ -30,8 +30,8 @@ from agent_env.replay import ReplayResult, load_solutions, replay_many
 from agent_env.sandbox.base import SandboxProvider
 from agent_env.sandbox.config import DEFAULT_IMAGE
 from agent_env.sandbox.registry import PROVIDERS, sandbox_provider
+from agent_env.server_options import ServeOptions, ServerOptions, add_flags, doc, from_flags
 from agent_env.task import Task
-from agent_env.trajectory_recorder import DEFAULT_MAX_MB
 from agent_env.verifiers import verifier_labels
 
 
@@ -82,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print what every play's verifiers said (a test script's last lines), not only the WRONG ones'",
     )
-    replay.add_argument("--allow-internet", action="store_true", help=_ALLOW_INTERNET)
+    add_flags(replay, ServerOptions, "allow_internet")
     add_skip_option(replay)
     replay.add_argument(
         "--concurrency",
@@ -100,53 +100,8 @@ def _parser() -> argparse.ArgumentParser:
         "serve", help="serve a bundle over OpenEnv: the Task API and WebSocket sessions (the openenv extra)"
     )
     serve.add_argument("bundle")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
-    serve.add_argument(
-        "--port", type=int, default=8000, help="port to bind; 0 takes a free one (default: 8000)"
-    )
-    serve.add_argument(
-        "--max-concurrent-envs",
-        type=int,
-        help="sessions held at once (default: $MAX_CONCURRENT_ENVS, else 64)",
-    )
-    serve.add_argument("--sandbox", choices=PROVIDERS, help="sandbox provider (default: the bundle's)")
-    serve.add_argument(
-        "--warm",
-        type=int,
-        metavar="N",
-        help="docker sandbox: keep N containers started ahead of the episodes (default: the bundle's "
-        "[sandbox] warm, else 0; Harbor tasks: N per image)",
-    )
-    serve.add_argument("--allow-internet", action="store_true", help=_ALLOW_INTERNET)
-    add_skip_option(serve)
-    add_judge_options(serve)
-    add_token_options(serve, "require this bearer token on every route and the WebSocket")
-    serve.add_argument(
-        "--insecure-no-token",
-        action="store_true",
-        help="serve off loopback without a token, which is refused otherwise: whoever reaches the "
-        "address can run the bundle's tools and its sandbox's bash",
-    )
-    serve.add_argument(
-        "--allow-host",
-        action="append",
-        metavar="NAME",
-        dest="allowed_hosts",
-        help="also answer requests addressed to NAME, as behind a proxy or a Service's name (repeatable; "
-        "* for any; default: $AGENTENV_ALLOWED_HOSTS, comma-separated). Loopback names and IP addresses "
-        "are always answered",
-    )
-    serve.add_argument(
-        "--record",
-        metavar="DIR",
-        help="write each episode's trajectory to DIR as a JSON line once it is torn down",
-    )
-    serve.add_argument(
-        "--record-max-mb",
-        type=float,
-        default=DEFAULT_MAX_MB,
-        help=f"start a new trajectory file once one reaches this size (default: {DEFAULT_MAX_MB:g})",
-    )
+    add_flags(serve, ServeOptions)
+    add_token_options(serve, doc(ServeOptions, "token"))
     serve.set_defaults(run=_serve)
 
     eval_command.add_parser(commands)
@@ -193,12 +148,6 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number, 1 or more, got {text!r}")
     return value
-
-
-_ALLOW_INTERNET = (
-    "give the tasks that ask for the internet (Harbor's [environment] allow_internet) a network; "
-    "without it, no sandbox has one"
-)
 
 
 def _sandbox_image(args: argparse.Namespace) -> int:
@@ -269,24 +218,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     try:
-        serve(
-            args.bundle,
-            host=args.host,
-            port=args.port,
-            max_concurrent_envs=args.max_concurrent_envs,
-            sandbox=args.sandbox,
-            token=token,
-            record=args.record,
-            record_max_mb=args.record_max_mb,
-            warm=args.warm,
-            allowed_hosts=args.allowed_hosts,
-            allow_internet=args.allow_internet,
-            skip_broken_tasks=args.skip_broken_tasks,
-            insecure_no_token=args.insecure_no_token,
-            judge_url=args.judge_url,
-            judge_model=args.judge_model,
-            judge_cache=args.judge_cache,
-        )
+        serve(args.bundle, from_flags(ServeOptions, args, token=token))
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -7,27 +7,13 @@ from __future__ import annotations
 import argparse
 
 from agent_env.bundle import Bundle
-from agent_env.judges.judging import CACHE_VARIABLE, KEY_VARIABLE, MODEL_VARIABLE, URL_VARIABLE, Judging
+from agent_env.judges.judging import Judging
+from agent_env.server_options import ServerOptions, add_flags
 
 
 def add_judge_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--judge-url",
-        metavar="URL",
-        help="the OpenAI-compatible endpoint every judge verifier asks, instead of its own; its key is "
-        f"${KEY_VARIABLE} (default: ${URL_VARIABLE}, else each judge's url)",
-    )
-    parser.add_argument(
-        "--judge-model",
-        metavar="NAME",
-        help=f"the model every judge verifier asks, instead of its own (default: ${MODEL_VARIABLE})",
-    )
-    parser.add_argument(
-        "--judge-cache",
-        metavar="DIR",
-        help="keep the judges' verdicts in DIR, so an identical judgement is asked once, across runs "
-        f"(default: ${CACHE_VARIABLE}, else memory alone)",
-    )
+    """The flags as `serve` takes them: the server's options (`agent_env.server_options`)."""
+    add_flags(parser, ServerOptions, "judge_url", "judge_model", "judge_cache")
 
 
 def judging_of(args: argparse.Namespace, bundle: Bundle) -> Judging:

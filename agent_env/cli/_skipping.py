@@ -10,17 +10,14 @@ from typing import TextIO
 
 from agent_env.bundle import Bundle
 from agent_env.loading import load_bundle
+from agent_env.server_options import ServerOptions, add_flags
 
 FLAG = "--skip-broken-tasks"
-HELP = (
-    "leave out the tasks that do not load (a Harbor task folder, a line of tasks/SPLIT.jsonl), listing "
-    "each with its first problem, and run the others; problems no one task has still stop it "
-    "(default: any problem stops it)"
-)
 
 
 def add_skip_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(FLAG, action="store_true", help=HELP)
+    """The flag as `serve` takes it: the server's option `skip_broken_tasks` (`agent_env.server_options`)."""
+    add_flags(parser, ServerOptions, "skip_broken_tasks")
 
 
 def loaded(path: str, skip: bool, out: TextIO, *, build_concurrency: int | None = None) -> Bundle:

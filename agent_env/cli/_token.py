@@ -16,12 +16,11 @@ TOKEN_VARIABLE = "AGENTENV_TOKEN"  # agent_env.openenv.tokens' name, which the c
 
 
 def add_token_options(parser: argparse.ArgumentParser, what: str) -> None:
-    """`--token` and `--token-file`, one at most; `what` says what the token is for."""
+    """`--token` and `--token-file`, one at most; `what` says what the token is for, and its default."""
     given = parser.add_mutually_exclusive_group()
     given.add_argument(
         "--token",
-        help=f"{what} (visible to every user in `ps`: prefer ${TOKEN_VARIABLE} or --token-file; "
-        f"default: ${TOKEN_VARIABLE}, if set)",
+        help=f"{what}; visible to every user in `ps`: prefer ${TOKEN_VARIABLE} or --token-file",
     )
     given.add_argument(
         "--token-file", metavar="PATH", type=Path, help="read the token from PATH (its first line)"

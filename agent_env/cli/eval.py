@@ -101,7 +101,7 @@ def add_parser(commands: Any) -> None:
         help="each request to the endpoint has this long in all, its retries and its answer's body "
         "included; past it, the sample is an error (default: 300)",
     )
-    add_token_options(parser, "the agent_env server's bearer token")
+    add_token_options(parser, "the agent_env server's bearer token (default: $AGENTENV_TOKEN, if set)")
     add_skip_option(parser)
     parser.set_defaults(run=run)
 

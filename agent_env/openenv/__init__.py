@@ -18,7 +18,6 @@ _require_openenv()
 
 if _typing.TYPE_CHECKING:
     from agent_env.openenv.app import (
-        DEFAULT_MAX_CONCURRENT_ENVS as DEFAULT_MAX_CONCURRENT_ENVS,
         NOT_SERVED_ROUTES as NOT_SERVED_ROUTES,
         SERVED_ROUTES as SERVED_ROUTES,
         ServerStatus as ServerStatus,
@@ -43,12 +42,16 @@ if _typing.TYPE_CHECKING:
         CallError as CallError,
         SessionCounts as SessionCounts,
     )
+    from agent_env.server_options import (
+        DEFAULT_MAX_CONCURRENT_ENVS as DEFAULT_MAX_CONCURRENT_ENVS,
+        ServeOptions as ServeOptions,
+        ServerOptions as ServerOptions,
+    )
 else:
     _lazy_exports(
         __name__,
         {
             "agent_env.openenv.app": [
-                "DEFAULT_MAX_CONCURRENT_ENVS",
                 "NOT_SERVED_ROUTES",
                 "SERVED_ROUTES",
                 "ServerStatus",
@@ -64,6 +67,7 @@ else:
             "agent_env.openenv.environment": ["AgentEnvEnvironment"],
             "agent_env.openenv.serve": ["serve"],
             "agent_env.openenv.tokens": ["TOKEN_VARIABLE", "resolve_token"],
+            "agent_env.server_options": ["DEFAULT_MAX_CONCURRENT_ENVS", "ServeOptions", "ServerOptions"],
             "agent_env.openenv.wire": [
                 "DEADLINE_KEY",
                 "ERROR_CODES",

@@ -53,6 +53,12 @@ from agent_env.sandbox.by_task import SandboxesByTask
 from agent_env.sandbox.pool import PoolStatus, WarmPool
 from agent_env.sandbox.registry import server_provider
 from agent_env.served import ServedTasks, served_tasks
+from agent_env.server_options import (
+    CAPACITY_VARIABLE,
+    DEFAULT_MAX_CONCURRENT_ENVS,
+    ServerOptions,
+    options_of,
+)
 from agent_env.specs import (
     CURRICULUM_RUN_LENGTH,
     CurriculumDraw,
@@ -61,12 +67,7 @@ from agent_env.specs import (
     SolutionSpec,
     tasks_fingerprint,
 )
-from agent_env.trajectory_recorder import DEFAULT_MAX_MB, Redaction, TrajectoryRecorder
-
-DEFAULT_MAX_CONCURRENT_ENVS = 64
-"""Sessions one server holds at once unless `max_concurrent_envs=` or `MAX_CONCURRENT_ENVS` says otherwise."""
-
-CAPACITY_VARIABLE = "MAX_CONCURRENT_ENVS"
+from agent_env.trajectory_recorder import Redaction, TrajectoryRecorder
 
 RunKey = Annotated[str, PathParameter(min_length=1, max_length=CURRICULUM_RUN_LENGTH)]
 """A training run's key in a curriculum route's path: the same bounds as in a request's body."""
@@ -150,79 +151,62 @@ class Solutions(BaseModel):
     solutions: list[SolutionSpec] = Field(description="In index order; a task without one is left out.")
 
 
-def build_app(
-    bundle: Bundle | str | Path,
-    *,
-    max_concurrent_envs: int | None = None,
-    sandbox: str | SandboxProvider | None = None,
-    env_name: str | None = None,
-    token: str | None = None,
-    record: str | Path | None = None,
-    record_max_mb: float = DEFAULT_MAX_MB,
-    warm: int | None = None,
-    allowed_hosts: Iterable[str] | None = None,
-    allow_internet: bool = False,
-    skip_broken_tasks: bool = False,
-    judge_url: str | None = None,
-    judge_model: str | None = None,
-    judge_cache: str | Path | None = None,
-) -> FastAPI:
+def build_app(bundle: Bundle | str | Path, options: ServerOptions | None = None, **given: Any) -> FastAPI:
     """The app that serves `bundle` (a folder or a loaded `Bundle`) over OpenEnv.
 
-    `sandbox` overrides the bundle's sandbox provider, and `warm` its `[sandbox] warm`: Docker
-    containers kept started ahead of the episodes, each serving one. `env_name` (default: the
-    bundle's name) is the `{env_name}` of the Task API's routes. `token` (default: `AGENTENV_TOKEN`,
-    if set) is then required as `Authorization: Bearer <token>` on every route, the WebSocket
-    included. Requests addressed to a host other than a loopback name, an IP address or one of
-    `allowed_hosts` (default: `AGENTENV_ALLOWED_HOSTS`, comma-separated; `*` for any), and requests
-    from a web page of another origin, are refused with 403. `record` names a folder where each
-    episode's trajectory is written once it is torn down, in files that roll at `record_max_mb`; the
-    token and what the bundle's `[record]` marks secret are redacted. Tasks that bring their own
-    sandboxes (Harbor tasks) get a provider, and `warm` containers, per image; those that ask for the
-    internet get it only with `allow_internet`. With `skip_broken_tasks`, a folder's tasks that do
-    not load are left out (`load_bundle`'s), logged with their first problems, and counted in
-    `/metrics` (`agent_env_tasks_skipped`); a loaded `Bundle` was loaded as its caller chose.
-    `judge_url` and `judge_model` (default: `AGENTENV_JUDGE_URL`, `AGENTENV_JUDGE_MODEL`) replace
-    every `judge` verifier's endpoint (its key then from `AGENTENV_JUDGE_KEY`) and model, and
-    `judge_cache` (default: `AGENTENV_JUDGE_CACHE`) is a folder that keeps their verdicts; a judge
-    without an endpoint, or whose key's variable is unset, is an `ArgumentError` here, before any
-    episode (`agent_env.judges.Judging`).
+    Its options are `ServerOptions`' (`agent_env.server_options`, where each is described, with its
+    default), given as keywords (`build_app(bundle, max_concurrent_envs=64, record="runs")`) or as
+    `options`, which keywords override; a keyword that is none of them is an `ArgumentError` naming
+    the nearest. The token, if any, is required as `Authorization: Bearer <token>` on every route,
+    the WebSocket included. Requests addressed to a host other than a loopback name, an IP address
+    or one of `allowed_hosts`, and requests from a web page of another origin, are refused with 403.
+    Each episode's trajectory is recorded once it is torn down, the token and what the bundle's
+    `[record]` marks secret redacted. Tasks that bring their own sandboxes (Harbor tasks) get a
+    provider, and `warm` containers, per image; those that ask for the internet get it only with
+    `allow_internet`. With `skip_broken_tasks`, a folder's tasks that do not load are logged with
+    their first problems and counted in `/metrics` (`agent_env_tasks_skipped`); a loaded `Bundle` was
+    loaded as its caller chose. A judge without an endpoint, or whose key's variable is unset, is an
+    `ArgumentError` here, before any episode (`agent_env.judges.Judging`).
     """
+    chosen = options_of(ServerOptions, given, base=options, caller="build_app")
+    sandbox, warm = chosen.sandbox, chosen.warm
     if isinstance(bundle, Bundle):
         loaded = bundle
     else:
-        loaded = load_bundle(bundle, skip_broken_tasks=skip_broken_tasks)
+        loaded = load_bundle(bundle, skip_broken_tasks=chosen.skip_broken_tasks)
         if (summary := loaded.skipped_summary()) is not None:
             log.warning("%s", summary)
-    judging = Judging.from_environment(url=judge_url, model=judge_model, cache=judge_cache)
+    judging = Judging.from_environment(
+        url=chosen.judge_url, model=chosen.judge_model, cache=chosen.judge_cache
+    )
     judging.admit(loaded.judges)
     recorder = None
-    if record is not None:
+    if chosen.record is not None:
         secrets = loaded.config.record
-        token_value = resolve_token(token)
+        token_value = resolve_token(chosen.token)
         redaction = Redaction.of(
             keys=secrets.redact_keys, env=secrets.redact_env, values=[token_value] if token_value else []
         )
-        recorder = TrajectoryRecorder(record, max_mb=record_max_mb, redaction=redaction)
+        recorder = TrajectoryRecorder(chosen.record, max_mb=chosen.record_max_mb, redaction=redaction)
     settings = loaded.config.sandbox
     provider: SandboxProvider
     if loaded.sandbox_per_task and (sandbox is None or sandbox == "docker"):
         tasks = [task for split in loaded.splits.values() for task in split]
         provider = SandboxesByTask(
-            (task.sandbox_settings for task in tasks), warm=warm or 0, allow_network=allow_internet
+            (task.sandbox_settings for task in tasks), warm=warm or 0, allow_network=chosen.allow_internet
         )
     else:
         provider = server_provider(sandbox if sandbox is not None else settings.provider, settings, warm=warm)
     return build_served_app(
         served_tasks(loaded, sandbox=provider, judging=judging),
-        name=env_name or loaded.name,
+        name=chosen.env_name or loaded.name,
         description=loaded.config.description,
-        max_concurrent_envs=max_concurrent_envs,
-        token=token,
+        max_concurrent_envs=chosen.max_concurrent_envs,
+        token=chosen.token,
         recorder=recorder,
         sandboxes=provider,
         content_digest=loaded.content_digest,
-        allowed_hosts=allowed_hosts,
+        allowed_hosts=chosen.allowed_hosts,
         skipped_tasks=len(loaded.skipped),
         judging=judging,
     )

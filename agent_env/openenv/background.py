@@ -15,8 +15,8 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from agent_env._errors import StateError, TimedOutError
-from agent_env.openenv.app import DEFAULT_MAX_CONCURRENT_ENVS
 from agent_env.openenv.connections import ConnectionGuard, ConnectionLimits
+from agent_env.server_options import DEFAULT_MAX_CONCURRENT_ENVS
 
 _STARTED_POLL_S = 0.01
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 import logging
 import socket
 import sys
-from collections.abc import Iterable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import uvicorn
 
@@ -30,8 +29,7 @@ from agent_env.loading import load_bundle
 from agent_env.openenv.app import build_app, resolve_max_concurrent_envs
 from agent_env.openenv.connections import ConnectionGuard, ConnectionLimits, raise_descriptor_limit
 from agent_env.openenv.tokens import TOKEN_VARIABLE, resolve_token
-from agent_env.sandbox.base import SandboxProvider
-from agent_env.trajectory_recorder import DEFAULT_MAX_MB
+from agent_env.server_options import ServeOptions, ServerOptions, options_of
 
 GRACEFUL_SHUTDOWN_S = 30
 """How long a shutdown waits for busy handlers before cancelling them (teardowns are waited for)."""
@@ -41,66 +39,42 @@ log = logging.getLogger("agent_env.openenv")
 
 def serve(
     bundle: Bundle | str | Path,
+    options: ServerOptions | None = None,
     *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    max_concurrent_envs: int | None = None,
-    sandbox: str | SandboxProvider | None = None,
-    token: str | None = None,
-    record: str | Path | None = None,
-    record_max_mb: float = DEFAULT_MAX_MB,
-    warm: int | None = None,
-    allowed_hosts: Iterable[str] | None = None,
-    allow_internet: bool = False,
-    skip_broken_tasks: bool = False,
-    insecure_no_token: bool = False,
-    judge_url: str | None = None,
-    judge_model: str | None = None,
-    judge_cache: str | Path | None = None,
     limits: ConnectionLimits | None = None,
     out: TextIO = sys.stdout,
+    **given: Any,
 ) -> None:
     """Serve `bundle` until SIGTERM or Ctrl-C; logs one line per episode.
 
-    `token` (default: `AGENTENV_TOKEN`, if set) is required on every route when there is one;
-    without one, a `host` other than loopback is refused (an `ArgumentError` saying how to set one)
-    unless `insecure_no_token`. `record` is a folder for every episode's trajectory, `warm` the Docker
-    sandboxes' warm pool and `allowed_hosts` the names it answers besides loopback and IP addresses
-    (`build_app`'s); `allow_internet` gives the tasks that ask for it (Harbor's allow_internet) a
-    network. With `skip_broken_tasks`, the tasks that do not load are left out, and the start says
-    how many and lists each with its first problem. `judge_url`, `judge_model` and `judge_cache` are
-    the judges' endpoint, model and verdicts' folder (`build_app`'s); the start says what each judge
-    asks. `limits` (default: `ConnectionLimits.for_sessions` of the capacity) bound its connections.
+    Its options are `ServeOptions`' (`agent_env.server_options`, where each is described, with its
+    default): `build_app`'s, and `host`, `port` and `insecure_no_token`; given as keywords or as
+    `options` (a `ServerOptions` serves on the default address), which keywords override. Without a
+    token, a `host` other than loopback is refused (an `ArgumentError` saying how to set one) unless
+    `insecure_no_token`. The start says how many tasks were skipped (`skip_broken_tasks`) and lists
+    each with its first problem, and what each judge asks. `limits` (default:
+    `ConnectionLimits.for_sessions` of the capacity) bound its connections; the start lines go to `out`.
     """
-    guarded = resolve_token(token) is not None
-    if not guarded and not insecure_no_token and not binds_loopback(host):
+    chosen = options_of(ServeOptions, given, base=options, caller="serve")
+    host = chosen.host
+    guarded = resolve_token(chosen.token) is not None
+    if not guarded and not chosen.insecure_no_token and not binds_loopback(host):
         raise ArgumentError(_unguarded_refusal(host))
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     log.setLevel(logging.INFO)
     loaded = (
-        bundle if isinstance(bundle, Bundle) else load_bundle(bundle, skip_broken_tasks=skip_broken_tasks)
+        bundle
+        if isinstance(bundle, Bundle)
+        else load_bundle(bundle, skip_broken_tasks=chosen.skip_broken_tasks)
     )
-    capacity = resolve_max_concurrent_envs(max_concurrent_envs)
-    app = build_app(
-        loaded,
-        max_concurrent_envs=capacity,
-        sandbox=sandbox,
-        token=token,
-        record=record,
-        record_max_mb=record_max_mb,
-        warm=warm,
-        allowed_hosts=allowed_hosts,
-        allow_internet=allow_internet,
-        judge_url=judge_url,
-        judge_model=judge_model,
-        judge_cache=judge_cache,
-    )
+    capacity = resolve_max_concurrent_envs(chosen.max_concurrent_envs)
+    app = build_app(loaded, chosen, max_concurrent_envs=capacity)
     name = app.state.agent_env.name
     raise_descriptor_limit()
     limits = limits or ConnectionLimits.for_sessions(capacity)
     listener = socket.create_server(
-        (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET, backlog=limits.backlog
+        (host, chosen.port), family=socket.AF_INET6 if ":" in host else socket.AF_INET, backlog=limits.backlog
     )
     bound = listener.getsockname()[1]
     where = f"[{host}]" if ":" in host else host
@@ -109,16 +83,18 @@ def serve(
         f"agent-env: serving {loaded.name} ({splits} tasks) on http://{where}:{bound}, "
         f"WebSocket ws://{where}:{bound}/ws, Task API /{name}/..., at most {capacity} sessions"
         + (", bearer token required" if guarded else "")
-        + _internet(loaded, allow_internet)
+        + _internet(loaded, chosen.allow_internet)
         + _skipped(loaded),
         file=out,
         flush=True,
     )
     if (summary := loaded.skipped_summary()) is not None:
         print(f"agent-env: {summary}", file=out, flush=True)
-    if record is not None:
-        print(f"agent-env: recording trajectories to {Path(record).resolve()}", file=out, flush=True)
-    judging = Judging.from_environment(url=judge_url, model=judge_model, cache=judge_cache)
+    if chosen.record is not None:
+        print(f"agent-env: recording trajectories to {Path(chosen.record).resolve()}", file=out, flush=True)
+    judging = Judging.from_environment(
+        url=chosen.judge_url, model=chosen.judge_model, cache=chosen.judge_cache
+    )
     for line in judging.described(loaded.judges):
         print(f"agent-env: {line}", file=out, flush=True)
     for warning in (exposure_warning(host, guarded=guarded), limits.shortfall(capacity)):

@@ -10,6 +10,7 @@ curriculum (`curriculum.py`), the reference plays (`demonstrations.py`) and reco
 
 from __future__ import annotations
 
+import inspect
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -34,7 +35,7 @@ from agent_env.training.trl.demonstrations import reference_demonstrations
 from agent_env.training.trl.factory import Factory, factory_of, toolset_settings
 from agent_env.training.trl.fleet import FleetSettings, fleet_of, task_apis
 from agent_env.training.trl.held import Held
-from agent_env.training.trl.local import serve_in_process
+from agent_env.training.trl.local import local_app, serve_in_process
 from agent_env.training.trl.rows import task_rows
 from agent_env.training.trl.selection import Bounds, Unmeasured, selected
 from agent_env.training.trl.successes import Foreign, successes_dataset
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 
     from agent_env.bundle import Bundle
     from agent_env.eval.results import EvalResult
-    from agent_env.sandbox.base import SandboxProvider
+    from agent_env.server_options import ServerOptions
     from agent_env.trajectory import Trajectory
 
 
@@ -121,49 +122,20 @@ class AgentEnv:
 
     @classmethod
     def local(
-        cls,
-        bundle: Bundle | str | Path,
-        *,
-        max_concurrent_envs: int | None = None,
-        sandbox: str | SandboxProvider | None = None,
-        token: str | None = None,
-        record: str | Path | None = None,
-        warm: int | None = None,
-        allow_internet: bool = False,
-        skip_broken_tasks: bool = False,
-        judge_url: str | None = None,
-        judge_model: str | None = None,
-        judge_cache: str | Path | None = None,
-        **options: Any,
+        cls, bundle: Bundle | str | Path, options: ServerOptions | None = None, **given: Any
     ) -> AgentEnv:
         """Serve `bundle` in this process on a free loopback port, and use it.
 
-        `max_concurrent_envs` defaults to `MAX_CONCURRENT_ENVS`, else 64; `record` is a folder for
-        every episode's trajectory (as `agent-env serve --record`), `warm` the Docker sandboxes'
-        warm pool (as `--warm`), `allow_internet` a network for the tasks that ask for one (as
-        `--allow-internet`; a folder of Harbor tasks is a bundle too), `skip_broken_tasks` the
-        tasks that do not load left out, each logged with its first problem (as
-        `--skip-broken-tasks`), instead of one stopping them all. `judge_url`, `judge_model` and
-        `judge_cache` are the `judge` verifiers' endpoint, model and verdicts' folder (as
-        `--judge-url`, `--judge-model`, `--judge-cache`). The server stops, after tearing down every
-        episode, at `close()` or when the process exits.
+        The server's options are `ServerOptions`' (`agent_env.server_options`, where each is described
+        with its default, as `agent-env serve`'s flags are: `max_concurrent_envs`, `sandbox`, `record`,
+        `warm`, `allow_internet`, `skip_broken_tasks`, the judges'...), given as keywords or as
+        `options`; the other keywords are AgentEnv's, and `token` is both (the server requires it, the
+        AgentEnv sends it). A keyword that is neither is an `ArgumentError` naming the nearest. The
+        server stops, after tearing down every episode, at `close()` or when the process exits.
         """
-        from agent_env.openenv import build_app
-
-        app = build_app(
-            bundle,
-            max_concurrent_envs=max_concurrent_envs,
-            sandbox=sandbox,
-            token=token,
-            record=record,
-            warm=warm,
-            allow_internet=allow_internet,
-            skip_broken_tasks=skip_broken_tasks,
-            judge_url=judge_url,
-            judge_model=judge_model,
-            judge_cache=judge_cache,
-        )
-        return cls.serving(app, token=token, **options)
+        mine = [name for name in inspect.signature(cls.__init__).parameters if name not in ("self", "url")]
+        app, chosen, left = local_app(bundle, options, given, mine)
+        return cls.serving(app, **{**left, "token": chosen.token})
 
     @classmethod
     def serving(cls, app: Any, **options: Any) -> AgentEnv:
