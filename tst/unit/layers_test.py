@@ -103,9 +103,8 @@ def broken_rules(
             named = within(imported, row.may_modules)
             forbidden = (theirs in row.never_rows and not named) or within(imported, row.never_modules)
             if forbidden or not allowed:
-                broken.append(
-                    f"{module} ({own}) imports {imported} ({theirs or 'in no row'}), which its row does not allow"
-                )
+                where = theirs or "in no row"
+                broken.append(f"{module} ({own}) imports {imported} ({where}), which its row does not allow")
         for library in sorted(libraries.get(module, set()) - row.may_libraries):
             broken.append(f"{module} ({own}) imports the library {library}, which its row does not name")
     return broken
