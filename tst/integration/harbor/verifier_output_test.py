@@ -92,7 +92,7 @@ def test_replay_shows_the_test_sh_output_below_a_wrong_play_and_an_unscorable_on
     rows = {line.split()[2]: line for line in lines[2:4]}
     assert rows["fetch-uv"].split()[5:7] + rows["fetch-uv"].split()[8:] == ["0.00", "1.00", "WRONG"]
     assert rows["no-reward"].endswith("test.sh's output ends:")
-    wrong = lines.index("  train/0 fetch-uv: verifiers[0] (test_script) 0")
+    wrong = lines.index("  train/0 fetch-uv: verifiers[0] (test_script): 0")
     assert lines[wrong + 1 : wrong + 5] == [
         "    verifiers[0] (test_script) said:",
         *(f"      {line}" for line in SAID.split("\n")),
