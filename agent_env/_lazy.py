@@ -1,6 +1,6 @@
 """Packages whose exports load on first use, so that importing one of their modules costs nothing more.
 
-The trainer's side imports `agent_env.specs` and `agent_env.openenv`'s check of OpenEnv, which runs
+The trainer's side imports `agent_env._specs` and `agent_env.openenv`'s check of OpenEnv, which runs
 `agent_env` and `agent_env.openenv` first: eager package inits would load the engine and the server
 with them. A
 lazy package names, module by module, what it exports (as TRL's `_import_structure` does); a name
@@ -31,13 +31,6 @@ class _LazyPackage(types.ModuleType):
 
     def __dir__(self) -> list[str]:
         return sorted({*super().__dir__(), *self._exports})
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        # Importing a submodule binds it on its package. An export named as its own module (`serve`,
-        # of `serve.py`) keeps the name, as it did when the package imported it eagerly.
-        if isinstance(value, types.ModuleType) and self._exports.get(name) == f"{self.__name__}.{name}":
-            return
-        super().__setattr__(name, value)
 
 
 def lazy_exports(

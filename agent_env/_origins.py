@@ -10,7 +10,7 @@ or a name the user allowed (`*` for any, behind a proxy that checks it); and whe
 has one, is the Host's own scheme-less host and port or an allowed name (`Origin: null` is
 foreign). Clients that are not browsers (OpenEnv's, httpx, the trainer) send no Origin.
 
-The OpenEnv server's middleware (`agent_env.openenv.auth`) and the viewer use it; the standard
+The OpenEnv server's middleware (`agent_env.openenv._auth`) and the viewer use it; the standard
 library alone, so the viewer's base install has it.
 """
 

@@ -18,18 +18,20 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from agent_env._contexts import VerifierContext
+from agent_env._env import Env, EnvDefinition
+from agent_env._episode import Episode, EpisodeState
+from agent_env._events import EpisodeEvent, ToolCalled, TornDown
+from agent_env._served import ServedTask, ServedTasks
+from agent_env._specs import DEFAULT_ROLE, AccessChange, Solution, TaskSpec
+from agent_env._task import Agent, Task
 from agent_env._threads import call_maybe_async
-from agent_env.contexts import VerifierContext
-from agent_env.env import Env, EnvDefinition
-from agent_env.episode import Episode, EpisodeState
-from agent_env.events import EpisodeEvent, ToolCalled, TornDown
-from agent_env.sandbox.base import CommandResult, Sandbox
-from agent_env.served import ServedTask, ServedTasks
-from agent_env.specs import DEFAULT_ROLE, AccessChange, Solution, TaskSpec
-from agent_env.task import Agent, Task
-from agent_env.tools import Tool
-from agent_env.toolset import Toolset
-from agent_env.verifiers import FunctionCheck, Verifier
+from agent_env._tools import Tool
+from agent_env._toolset import Toolset
+from agent_env._verifiers import FunctionCheck, Verifier
+from agent_env.sandbox._base import CommandResult, Sandbox
+
+__all__ = ["FakeTask", "Gate", "Score", "calls", "fake_served"]
 
 
 class Gate:

@@ -1,6 +1,6 @@
 """6. Commands: a bash `true` through the Episode API, in one episode, with each local sandbox.
 
-The local sandbox's shell lives for the episode and forks each command (`agent_env.sandbox.shell`):
+The local sandbox's shell lives for the episode and forks each command (`agent_env.sandbox._shell`):
 measured unconfined and, where it runs, under bubblewrap, side by side in the same run with the way
 before it (`ProcessPerCommand`, through the same Episode API): a bash started for each command, and
 a bubblewrap too when confined. With a Docker engine, the docker sandbox's shell likewise, against a
@@ -21,7 +21,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agent_env.sandbox.base import CappedOutput, CommandResult
+from agent_env.sandbox import CommandResult
+from agent_env.sandbox._base import CappedOutput
 from bench.common import Figure, Results, docker_engine, percentile
 from bench.serve import BUNDLE
 
@@ -33,7 +34,7 @@ _OLD_POLL_S = 0.01
 async def through_episode(provider: Any, count: int) -> list[float]:
     """Seconds per `bash true` of one episode's `count` commands, through `Episode.call_tool`."""
     from agent_env import Episode
-    from agent_env.loading import load_bundle
+    from agent_env import load_bundle
 
     episode = Episode(load_bundle(BUNDLE).splits["train"][SHELL_TASK], provider=provider)
     await episode.deploy()
@@ -60,7 +61,7 @@ class ProcessPerCommand:
             self.root, self.bwrap = root, bwrap
 
         async def run(self, command: str, *, timeout_s: float, max_output_bytes: int) -> CommandResult:
-            from agent_env.sandbox.bubblewrap import confined
+            from agent_env.sandbox._bubblewrap import confined
 
             argv = ["bash", "-c", command]
             process = await asyncio.create_subprocess_exec(
@@ -97,8 +98,7 @@ class ExecPerCommand:
     name = "exec-per-command"
 
     def __init__(self) -> None:
-        from agent_env.sandbox.config import SandboxConfig
-        from agent_env.sandbox.docker import DockerSandboxProvider
+        from agent_env.sandbox import DockerSandboxProvider, SandboxConfig
 
         self.provider = DockerSandboxProvider(SandboxConfig(provider="docker"))
 
@@ -143,7 +143,7 @@ async def _timed(call: Callable[[], Awaitable[object]], count: int) -> list[floa
 
 def run(results: Results, workdir: Path, *, quick: bool) -> None:
     from agent_env.sandbox import LocalSandboxProvider
-    from agent_env.sandbox.bubblewrap import bubblewrap_for
+    from agent_env.sandbox._bubblewrap import bubblewrap_for
 
     count, rounds = (10, 1) if quick else (40, 5)
     bwrap = bubblewrap_for("auto")
@@ -178,7 +178,6 @@ def run(results: Results, workdir: Path, *, quick: bool) -> None:
 
 
 def _docker_provider() -> Any:
-    from agent_env.sandbox.config import SandboxConfig
-    from agent_env.sandbox.docker import DockerSandboxProvider
+    from agent_env.sandbox import DockerSandboxProvider, SandboxConfig
 
     return DockerSandboxProvider(SandboxConfig(provider="docker"))

@@ -176,7 +176,7 @@ def rollout(env: Any, index: int) -> tuple[Any, dict[str, Any]]:
 def docker_engine() -> bool:
     """Whether a Docker engine answers here, with the sandbox image (the Docker figures need both)."""
     try:
-        from agent_env.sandbox.docker import DockerSandboxProvider
+        from agent_env.sandbox import DockerSandboxProvider
 
         DockerSandboxProvider()
     except Exception:

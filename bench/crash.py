@@ -35,7 +35,7 @@ def sleepers() -> int:
 def containers() -> int:
     import docker
 
-    from agent_env.sandbox.docker_engine import SANDBOX_LABEL
+    from agent_env.sandbox import SANDBOX_LABEL
 
     client = docker.from_env()
     try:

@@ -25,7 +25,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from agent_env.sandbox.docker_engine import SANDBOX_LABEL
+from agent_env.sandbox import SANDBOX_LABEL
 from bench.common import Figure, Results, docker_engine
 
 TASKS = 50
@@ -50,7 +50,7 @@ def write_dataset(root: Path, count: int, nonce: str, *, download: bool = True, 
     """`count` Harbor task folders under `root`, each a build of its own (its numbers, the nonce): with
     a step waiting in place of a download if `download`, and scripts waiting in place of their work
     if `work`. The scripts are no part of the image: datasets of one nonce share their images."""
-    from agent_env.sandbox.config import DEFAULT_IMAGE
+    from agent_env.sandbox import DEFAULT_IMAGE
 
     wait = f"RUN sleep {DOWNLOAD_S:g}  # in place of a download\n" if download else ""
     working = f"sleep {WORK_S:g}  # in place of the script's own work\n" if work else ""
@@ -110,7 +110,7 @@ def replayed(bundle: Any, concurrency: int) -> tuple[float, int]:
     import docker
 
     from agent_env import Episode
-    from agent_env.replay import replay_many
+    from agent_env import replay_many
 
     tasks = bundle.tasks("train")
     solutions = bundle.solutions["train"]

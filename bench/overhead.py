@@ -33,8 +33,7 @@ def timed(call: object, count: int, warmup: int) -> list[float]:
 
 
 def in_process(count: int, warmup: int) -> list[float]:
-    from agent_env.env import EnvDefinition
-    from agent_env.loading import load_bundle
+    from agent_env import EnvDefinition, load_bundle
 
     env = load_bundle(BUNDLE).envs["counter"]
     assert isinstance(env, EnvDefinition), "the bench's bundle has one Python env"

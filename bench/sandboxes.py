@@ -37,14 +37,13 @@ class ContainerPerReset:
     name = "docker-before"
 
     def __init__(self) -> None:
-        from agent_env.sandbox.config import SandboxConfig
-        from agent_env.sandbox.docker import DockerSandboxProvider
+        from agent_env.sandbox import DockerSandboxProvider, SandboxConfig
 
         self.provider = DockerSandboxProvider(SandboxConfig(provider="docker"))
 
     async def create(self, files: Mapping[str, bytes]) -> Any:
         from agent_env._threads import run_sync
-        from agent_env.sandbox.docker import DockerSandbox, _archive, _unpack_by_exec
+        from agent_env.sandbox._docker import DockerSandbox, _archive, _unpack_by_exec
 
         class RemovedAtTeardown(DockerSandbox):
             async def teardown(self) -> None:

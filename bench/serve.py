@@ -95,7 +95,7 @@ def main() -> None:
     if args.kind == "bare":
         config = uvicorn.Config(app, **options)
     else:
-        from agent_env.openenv.connections import ConnectionGuard, ConnectionLimits
+        from agent_env.openenv._connections import ConnectionGuard, ConnectionLimits
 
         config = ConnectionGuard(ConnectionLimits.for_sessions(args.capacity)).config(app, **options)
     server = uvicorn.Server(config)

@@ -7,7 +7,7 @@ round trip) and `CONCURRENT` calls at once (what a server of many sessions asks;
 per call is the cost on the loop and the workers together).
 
 The client's messages onto its loop (every message of a trainer's session): `ClientLoop.submit` and
-its `Answer` (`agent_env.client.loop`) against `asyncio.run_coroutine_threadsafe` and its
+its `Answer` (`agent_env.client._loop`) against `asyncio.run_coroutine_threadsafe` and its
 `concurrent.futures.Future`, a coroutine that does nothing handed from the caller's thread to the
 same loop thread and waited for.
 
@@ -106,7 +106,7 @@ def _handed(submit: Callable[[], _Waited], count: int) -> list[float]:
 
 
 def _client_loop(rounds: int, per_round: int) -> dict[str, list[float]]:
-    from agent_env.client.loop import ClientLoop
+    from agent_env.client._loop import ClientLoop
 
     client = ClientLoop("bench-client-loop")
     loop = client._loop_running()

@@ -105,7 +105,7 @@ def slow_tool(seconds: float) -> Callable[..., Awaitable[str]]:
 def served(plan: Plan) -> Iterator[tuple[Any, list[Any]]]:
     """B / G tasks of one toolset served in process, through `AgentEnv`; each scores 1.0 when its
     rollout made exactly K calls of `wait`."""
-    from agent_env.contexts import VerifierContext
+    from agent_env import VerifierContext
     from agent_env.openenv import build_served_app
     from agent_env.testing import FakeTask, calls, fake_served
     from agent_env.training.trl import AgentEnv
@@ -137,14 +137,14 @@ def _events(tasks: list[Any], kind: type) -> list[Any]:
 
 
 def first_deployed(tasks: list[Any]) -> float:
-    from agent_env.events import Deployed
+    from agent_env import Deployed
 
     return float(_events(tasks, Deployed)[0].at)
 
 
 def first_scored(tasks: list[Any], count: int) -> tuple[float, int]:
     """When the `count`-th episode was scored, and how many of the first `count` scored below 1.0."""
-    from agent_env.events import Scored
+    from agent_env import Scored
 
     scored = _events(tasks, Scored)[:count]
     if len(scored) < count:

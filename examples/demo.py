@@ -258,7 +258,7 @@ def _number(value: Any) -> str:
 def with_signal(result: Any) -> float | None:
     """The share of the tasks whose samples' scores differ: GRPO's groups with signal, had it trained
     on every task (a group being a task's samples, as many as GRPO's generations)."""
-    from agent_env.training.trl.groups import share_with_signal
+    from agent_env.training.trl import share_with_signal
 
     groups: dict[int, list[float | None]] = {}
     for trajectory in result.trajectories:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agent_env.task import Task
-from agent_env.verifiers import ReplyCheck
+from agent_env._task import Task
+from agent_env._verifiers import ReplyCheck
 
 _NAMED = 5
 

@@ -9,17 +9,17 @@ from inspect import Parameter
 from typing import Any
 
 from agent_env._bundle.folder import BundleFolder, too_long_a_prompt
+from agent_env._error_types import EpisodeError
 from agent_env._extras import installed
 from agent_env._nearest import did_you_mean
-from agent_env.errors import EpisodeError
-from agent_env.mcp.definition import McpEnvDefinition
-from agent_env.specs import AccessChange
-from agent_env.task import Agent, AgentConfig, BundleConfig, TaskEntry
-from agent_env.toolset import AnyEnvDefinition
+from agent_env._specs import AccessChange
+from agent_env._task import Agent, AgentConfig, BundleConfig, TaskEntry
+from agent_env._toolset import AnyEnvDefinition
+from agent_env._verifiers import FunctionCheck, ItemsCheck, Verifier, VerifierFunction, verifier_place
+from agent_env.mcp._definition import McpEnvDefinition
 from agent_env.users._require import INSTALL as USERS_INSTALL
-from agent_env.users.settings import UserFunction, UserModel
-from agent_env.users.simulated import SimulatedUser
-from agent_env.verifiers import FunctionCheck, ItemsCheck, Verifier, VerifierFunction, verifier_place
+from agent_env.users._settings import UserFunction, UserModel
+from agent_env.users._simulated import SimulatedUser
 
 
 def hint(name: str, choices: Iterable[str]) -> str:

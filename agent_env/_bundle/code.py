@@ -14,9 +14,9 @@ from pathlib import Path
 from types import ModuleType
 
 from agent_env._bundle.folder import BundleFolder
-from agent_env.env import Env, EnvDefinition
-from agent_env.errors import EnvDefinitionError
-from agent_env.verifiers import VerifierFunction
+from agent_env._env import Env, EnvDefinition
+from agent_env._error_types import EnvDefinitionError
+from agent_env._verifiers import VerifierFunction
 
 _module_counter = itertools.count()
 

@@ -1,6 +1,6 @@
 """A bundle's folder as its loader reads it: every problem found so far, and the one rule every file
 read from it follows (`read`: inside the folder, a regular file, not too big), JSON lines parsed with
-their line numbers. A folder of Harbor tasks is read by the same rule (`agent_env.harbor.loader`).
+their line numbers. A folder of Harbor tasks is read by the same rule (`agent_env.harbor._loader`).
 
 A file that leads out of the folder (a symlink to any file of the machine, or a path with '..') is
 refused unread, whatever reads it: what a task is made of (its prompt above all) goes to model
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_env.errors import Problem
+from agent_env._error_types import Problem
 
 MAX_PROMPT_BYTES = 2**20
 """The longest prompt a task may give its agent (a turn, a Harbor task's instruction.md), in UTF-8

@@ -11,8 +11,9 @@ from pathlib import Path
 from agent_env._bundle.checks import hint
 from agent_env._bundle.folder import PROMPT_CAP, BundleFolder
 from agent_env._extras import installed
+from agent_env._verifiers import JudgeCheck, Verifier, verifier_place
 from agent_env.judges._require import INSTALL as JUDGE_INSTALL
-from agent_env.judges.settings import (
+from agent_env.judges._settings import (
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT_S,
@@ -22,7 +23,6 @@ from agent_env.judges.settings import (
     JudgeFields,
     JudgeScale,
 )
-from agent_env.verifiers import JudgeCheck, Verifier, verifier_place
 
 
 class BundleJudges:

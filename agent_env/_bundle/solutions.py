@@ -11,9 +11,9 @@ from pydantic import ValidationError
 from agent_env._bundle.checks import hint, turns
 from agent_env._bundle.folder import BundleFolder
 from agent_env._bundle.tasks import TASK_SUFFIXES, Splits
-from agent_env.errors import validation_problems
-from agent_env.specs import STEP_TAGS, Solution
-from agent_env.task import Task
+from agent_env._error_types import validation_problems
+from agent_env._specs import STEP_TAGS, Solution
+from agent_env._task import Task
 
 
 def read_solutions(folder: BundleFolder, read: Splits) -> dict[str, dict[str, Solution]]:

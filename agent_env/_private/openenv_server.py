@@ -3,7 +3,7 @@
 OpenEnv makes every session, the `/ws` handler's included, in `HTTPEnvServer._create_session()`, an
 async method of no arguments that answers (session id, environment) and raises
 `SessionCapacityError` at capacity. It offers no public hook there, and the server needs one: it
-marks the connection whose handler asks (`agent_env.openenv.sessions`). `HookedEnvServer` overrides
+marks the connection whose handler asks (`agent_env.openenv._sessions`). `HookedEnvServer` overrides
 that method alone, here, and hands each creation to `create_session_with`. This fence belongs to
 the server's layer: it imports OpenEnv's server, and only agent_env.openenv imports it.
 """

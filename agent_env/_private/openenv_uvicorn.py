@@ -2,7 +2,7 @@
 
 `uvicorn.Config(http=..., ws=...)` takes a class for either, besides the names it documents
 ("auto", "h11", "websockets", ...), but does not document what such a class must do. The server's
-connection bounds (`agent_env.openenv.connections`) wrap uvicorn's own classes, and so rely on what
+connection bounds (`agent_env.openenv._connections`) wrap uvicorn's own classes, and so rely on what
 uvicorn 0.30 to 0.54 do with them:
 
 - uvicorn makes each accepted connection's protocol by calling the `http` class with the keywords

@@ -15,24 +15,24 @@ import time
 from collections.abc import Sequence
 
 from agent_env._bundle.advice import reply_advice
+from agent_env._bundle.reader import Bundle
 from agent_env._concurrency import BUILD_CONCURRENCY_VARIABLE, default_concurrency
+from agent_env._episode import Episode
+from agent_env._error_types import AgentEnvError, BundleError
+from agent_env._loading import load_bundle
+from agent_env._replay import ReplayResult, load_solutions, replay_many
+from agent_env._server_options import ServeOptions, ServerOptions, add_flags, doc, from_flags
 from agent_env._table import table
-from agent_env.bundle import Bundle
-from agent_env.cli import eval as eval_command, export_atif
+from agent_env._task import Task
+from agent_env._verifiers import verifier_labels
+from agent_env.cli import _eval as eval_command, _export_atif as export_atif
 from agent_env.cli._judging import add_judge_options, judging_of
+from agent_env.cli._play import play_in_terminal
 from agent_env.cli._skipping import add_skip_option, loaded
 from agent_env.cli._token import add_token_options, token_of
-from agent_env.cli.play import play_in_terminal
-from agent_env.episode import Episode
-from agent_env.errors import AgentEnvError, BundleError
-from agent_env.loading import load_bundle
-from agent_env.replay import ReplayResult, load_solutions, replay_many
-from agent_env.sandbox.base import SandboxProvider
-from agent_env.sandbox.config import DEFAULT_IMAGE
-from agent_env.sandbox.registry import PROVIDERS, sandbox_provider
-from agent_env.server_options import ServeOptions, ServerOptions, add_flags, doc, from_flags
-from agent_env.task import Task
-from agent_env.verifiers import verifier_labels
+from agent_env.sandbox._base import SandboxProvider
+from agent_env.sandbox._config import DEFAULT_IMAGE
+from agent_env.sandbox._registry import PROVIDERS, sandbox_provider
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -151,7 +151,7 @@ def _positive(text: str) -> int:
 
 
 def _sandbox_image(args: argparse.Namespace) -> int:
-    from agent_env.sandbox.docker_image import build_sandbox_image
+    from agent_env.sandbox._docker_image import build_sandbox_image
 
     image_id = build_sandbox_image(args.tag)
     print(f"agent-env: built {args.tag} ({image_id[:19]})")
@@ -159,7 +159,7 @@ def _sandbox_image(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace) -> int:
-    from agent_env.cli.view import view
+    from agent_env.cli._view import view
 
     return view(args.folder, host=args.host, port=args.port)
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import argparse
 
-from agent_env.bundle import Bundle
-from agent_env.judges.judging import Judging
-from agent_env.server_options import ServerOptions, add_flags
+from agent_env._bundle.reader import Bundle
+from agent_env._server_options import ServerOptions, add_flags
+from agent_env.judges._judging import Judging
 
 
 def add_judge_options(parser: argparse.ArgumentParser) -> None:
-    """The flags as `serve` takes them: the server's options (`agent_env.server_options`)."""
+    """The flags as `serve` takes them: the server's options (`agent_env._server_options`)."""
     add_flags(parser, ServerOptions, "judge_url", "judge_model", "judge_cache")
 
 

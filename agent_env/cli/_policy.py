@@ -15,12 +15,12 @@ import sys
 from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
+from agent_env._bundle.reader import Bundle
 from agent_env._errors import ArgumentError
-from agent_env.bundle import Bundle
 
 if TYPE_CHECKING:
+    from agent_env._specs import Solution, TaskSpec
     from agent_env.eval import AssistantMessage, Policy, ReferencePolicy, TaskPolicies
-    from agent_env.specs import Solution, TaskSpec
 
 REFERENCE = "reference"
 SPEC = "MODULE:NAME"
@@ -56,7 +56,7 @@ def reference_policy(target: Bundle | str, split: str, token: str | None) -> Ref
         solutions = dict(target.solutions.get(split, {}))
         where = str(target.path)
     else:
-        from agent_env.client.taskapi import TaskAPI
+        from agent_env.client._taskapi import TaskAPI
 
         with closing(TaskAPI(target, token=token)) as api:
             solutions = {solution.script.id: solution.script for solution in api.solutions(split)}

@@ -8,15 +8,15 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from agent_env.bundle import Bundle
-from agent_env.loading import load_bundle
-from agent_env.server_options import ServerOptions, add_flags
+from agent_env._bundle.reader import Bundle
+from agent_env._loading import load_bundle
+from agent_env._server_options import ServerOptions, add_flags
 
 FLAG = "--skip-broken-tasks"
 
 
 def add_skip_option(parser: argparse.ArgumentParser) -> None:
-    """The flag as `serve` takes it: the server's option `skip_broken_tasks` (`agent_env.server_options`)."""
+    """The flag as `serve` takes it: the server's option `skip_broken_tasks` (`agent_env._server_options`)."""
     add_flags(parser, ServerOptions, "skip_broken_tasks")
 
 

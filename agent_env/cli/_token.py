@@ -12,7 +12,7 @@ from typing import TextIO
 
 from agent_env._errors import ArgumentError
 
-TOKEN_VARIABLE = "AGENTENV_TOKEN"  # agent_env.openenv.tokens' name, which the core cannot import
+TOKEN_VARIABLE = "AGENTENV_TOKEN"  # agent_env.openenv._tokens' name, which the core cannot import
 
 
 def add_token_options(parser: argparse.ArgumentParser, what: str) -> None:

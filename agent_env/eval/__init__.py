@@ -22,15 +22,15 @@ from agent_env.eval._require import require_player as _require_player
 _require_player()
 
 if _typing.TYPE_CHECKING:
-    from agent_env.client.tools import END_TURN as END_TURN, end_turn_tool as end_turn_tool
-    from agent_env.eval.hf_policy import (
+    from agent_env.client._tools import END_TURN as END_TURN, end_turn_tool as end_turn_tool
+    from agent_env.eval._hf_policy import (
         LocalModelError as LocalModelError,
         TransformersPolicy as TransformersPolicy,
     )
-    from agent_env.eval.openai_policy import EndpointError as EndpointError, OpenAIPolicy as OpenAIPolicy
-    from agent_env.eval.passk import pass_at_k as pass_at_k
-    from agent_env.eval.play import PlaySettings as PlaySettings, play_sample as play_sample
-    from agent_env.eval.policy import (
+    from agent_env.eval._openai_policy import EndpointError as EndpointError, OpenAIPolicy as OpenAIPolicy
+    from agent_env.eval._passk import pass_at_k as pass_at_k
+    from agent_env.eval._play import PlaySettings as PlaySettings, play_sample as play_sample
+    from agent_env.eval._policy import (
         AssistantMessage as AssistantMessage,
         Message as Message,
         Policy as Policy,
@@ -38,19 +38,19 @@ if _typing.TYPE_CHECKING:
         TaskPolicies as TaskPolicies,
         ToolCall as ToolCall,
     )
-    from agent_env.eval.results import EvalResult as EvalResult, TaskResult as TaskResult
-    from agent_env.eval.run import RESULTS_FILE as RESULTS_FILE, Progress as Progress, evaluate as evaluate
-    from agent_env.eval.scripted import ReferencePolicy as ReferencePolicy, ScriptedPolicy as ScriptedPolicy
+    from agent_env.eval._results import EvalResult as EvalResult, TaskResult as TaskResult
+    from agent_env.eval._run import RESULTS_FILE as RESULTS_FILE, Progress as Progress, evaluate as evaluate
+    from agent_env.eval._scripted import ReferencePolicy as ReferencePolicy, ScriptedPolicy as ScriptedPolicy
 else:
     _lazy_exports(
         __name__,
         {
-            "agent_env.client.tools": ["END_TURN", "end_turn_tool"],
-            "agent_env.eval.hf_policy": ["LocalModelError", "TransformersPolicy"],
-            "agent_env.eval.openai_policy": ["EndpointError", "OpenAIPolicy"],
-            "agent_env.eval.passk": ["pass_at_k"],
-            "agent_env.eval.play": ["PlaySettings", "play_sample"],
-            "agent_env.eval.policy": [
+            "agent_env.client._tools": ["END_TURN", "end_turn_tool"],
+            "agent_env.eval._hf_policy": ["LocalModelError", "TransformersPolicy"],
+            "agent_env.eval._openai_policy": ["EndpointError", "OpenAIPolicy"],
+            "agent_env.eval._passk": ["pass_at_k"],
+            "agent_env.eval._play": ["PlaySettings", "play_sample"],
+            "agent_env.eval._policy": [
                 "AssistantMessage",
                 "Message",
                 "Policy",
@@ -58,8 +58,8 @@ else:
                 "TaskPolicies",
                 "ToolCall",
             ],
-            "agent_env.eval.results": ["EvalResult", "TaskResult"],
-            "agent_env.eval.run": ["RESULTS_FILE", "Progress", "evaluate"],
-            "agent_env.eval.scripted": ["ReferencePolicy", "ScriptedPolicy"],
+            "agent_env.eval._results": ["EvalResult", "TaskResult"],
+            "agent_env.eval._run": ["RESULTS_FILE", "Progress", "evaluate"],
+            "agent_env.eval._scripted": ["ReferencePolicy", "ScriptedPolicy"],
         },
     )

@@ -4,8 +4,8 @@
 docs/guides/harbor.md for what is supported.
 """
 
-from agent_env.harbor.loader import PREFIX, SPLITS_FILE, HarborTasks, harbor_folder, read_harbor
-from agent_env.harbor.verifier import RewardError
+from agent_env.harbor._loader import PREFIX, SPLITS_FILE, HarborTasks, harbor_folder, read_harbor
+from agent_env.harbor._verifier import RewardError
 
 __all__ = [
     "PREFIX",

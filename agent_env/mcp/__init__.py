@@ -2,7 +2,7 @@
 
 `McpServerConfig` is how a bundle declares one, `McpEnvDefinition` the env it makes, `McpTool` a tool it
 lists and `McpEnv` one episode's session with it (what verifiers and simulated users read it through).
-The `mcp` SDK is imported only when an episode starts a server (`agent_env.mcp.env`).
+The `mcp` SDK is imported only when an episode starts a server (`agent_env.mcp._env`).
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ import typing as _typing
 from agent_env._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
-    from agent_env.mcp.config import McpServerConfig as McpServerConfig
-    from agent_env.mcp.definition import McpEnvDefinition as McpEnvDefinition
-    from agent_env.mcp.env import McpEnv as McpEnv, McpToolError as McpToolError
-    from agent_env.mcp.tools import McpTool as McpTool
+    from agent_env.mcp._config import McpServerConfig as McpServerConfig
+    from agent_env.mcp._definition import McpEnvDefinition as McpEnvDefinition
+    from agent_env.mcp._env import McpEnv as McpEnv, McpToolError as McpToolError
+    from agent_env.mcp._tools import McpTool as McpTool
 else:
     _lazy_exports(
         __name__,
         {
-            "agent_env.mcp.config": ["McpServerConfig"],
-            "agent_env.mcp.env": ["McpEnv", "McpToolError"],
-            "agent_env.mcp.definition": ["McpEnvDefinition"],
-            "agent_env.mcp.tools": ["McpTool"],
+            "agent_env.mcp._config": ["McpServerConfig"],
+            "agent_env.mcp._env": ["McpEnv", "McpToolError"],
+            "agent_env.mcp._definition": ["McpEnvDefinition"],
+            "agent_env.mcp._tools": ["McpTool"],
         },
     )

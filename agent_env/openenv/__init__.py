@@ -17,7 +17,12 @@ from agent_env.openenv._require import require_openenv as _require_openenv
 _require_openenv()
 
 if _typing.TYPE_CHECKING:
-    from agent_env.openenv.app import (
+    from agent_env._server_options import (
+        DEFAULT_MAX_CONCURRENT_ENVS as DEFAULT_MAX_CONCURRENT_ENVS,
+        ServeOptions as ServeOptions,
+        ServerOptions as ServerOptions,
+    )
+    from agent_env.openenv._app import (
         NOT_SERVED_ROUTES as NOT_SERVED_ROUTES,
         SERVED_ROUTES as SERVED_ROUTES,
         ServerStatus as ServerStatus,
@@ -27,13 +32,13 @@ if _typing.TYPE_CHECKING:
         env_name_for as env_name_for,
         resolve_max_concurrent_envs as resolve_max_concurrent_envs,
     )
-    from agent_env.openenv.auth import RequireToken as RequireToken
-    from agent_env.openenv.background import BackgroundServer as BackgroundServer
-    from agent_env.openenv.connections import ConnectionLimits as ConnectionLimits
-    from agent_env.openenv.environment import AgentEnvEnvironment as AgentEnvEnvironment
-    from agent_env.openenv.serve import serve as serve
-    from agent_env.openenv.tokens import TOKEN_VARIABLE as TOKEN_VARIABLE, resolve_token as resolve_token
-    from agent_env.openenv.wire import (
+    from agent_env.openenv._auth import RequireToken as RequireToken
+    from agent_env.openenv._background import BackgroundServer as BackgroundServer
+    from agent_env.openenv._connections import ConnectionLimits as ConnectionLimits
+    from agent_env.openenv._environment import AgentEnvEnvironment as AgentEnvEnvironment
+    from agent_env.openenv._serve import serve as serve
+    from agent_env.openenv._tokens import TOKEN_VARIABLE as TOKEN_VARIABLE, resolve_token as resolve_token
+    from agent_env.openenv._wire import (
         DEADLINE_KEY as DEADLINE_KEY,
         ERROR_CODES as ERROR_CODES,
         AgentEnvAction as AgentEnvAction,
@@ -42,16 +47,11 @@ if _typing.TYPE_CHECKING:
         CallError as CallError,
         SessionCounts as SessionCounts,
     )
-    from agent_env.server_options import (
-        DEFAULT_MAX_CONCURRENT_ENVS as DEFAULT_MAX_CONCURRENT_ENVS,
-        ServeOptions as ServeOptions,
-        ServerOptions as ServerOptions,
-    )
 else:
     _lazy_exports(
         __name__,
         {
-            "agent_env.openenv.app": [
+            "agent_env.openenv._app": [
                 "NOT_SERVED_ROUTES",
                 "SERVED_ROUTES",
                 "ServerStatus",
@@ -61,14 +61,14 @@ else:
                 "env_name_for",
                 "resolve_max_concurrent_envs",
             ],
-            "agent_env.openenv.auth": ["RequireToken"],
-            "agent_env.openenv.background": ["BackgroundServer"],
-            "agent_env.openenv.connections": ["ConnectionLimits"],
-            "agent_env.openenv.environment": ["AgentEnvEnvironment"],
-            "agent_env.openenv.serve": ["serve"],
-            "agent_env.openenv.tokens": ["TOKEN_VARIABLE", "resolve_token"],
-            "agent_env.server_options": ["DEFAULT_MAX_CONCURRENT_ENVS", "ServeOptions", "ServerOptions"],
-            "agent_env.openenv.wire": [
+            "agent_env.openenv._auth": ["RequireToken"],
+            "agent_env.openenv._background": ["BackgroundServer"],
+            "agent_env.openenv._connections": ["ConnectionLimits"],
+            "agent_env.openenv._environment": ["AgentEnvEnvironment"],
+            "agent_env.openenv._serve": ["serve"],
+            "agent_env.openenv._tokens": ["TOKEN_VARIABLE", "resolve_token"],
+            "agent_env._server_options": ["DEFAULT_MAX_CONCURRENT_ENVS", "ServeOptions", "ServerOptions"],
+            "agent_env.openenv._wire": [
                 "DEADLINE_KEY",
                 "ERROR_CODES",
                 "AgentEnvAction",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_env.sandbox.base import (
+from agent_env.sandbox._base import (
     DEFAULT_COMMAND_TIMEOUT_S,
     DEFAULT_MAX_OUTPUT_BYTES,
     KILL_MARGIN_S,
@@ -11,14 +11,15 @@ from agent_env.sandbox.base import (
     Sandbox,
     SandboxProvider,
 )
-from agent_env.sandbox.bubblewrap import ISOLATIONS
-from agent_env.sandbox.by_task import SandboxesByTask
-from agent_env.sandbox.config import DEFAULT_IMAGE, SandboxConfig
-from agent_env.sandbox.docker import DockerSandbox, DockerSandboxProvider
-from agent_env.sandbox.docker_image import ImageBuildError, build_sandbox_image
-from agent_env.sandbox.local import LocalSandbox, LocalSandboxProvider
-from agent_env.sandbox.pool import PoolStatus, WarmPool
-from agent_env.sandbox.registry import PROVIDERS, sandbox_provider, server_provider
+from agent_env.sandbox._bubblewrap import ISOLATIONS
+from agent_env.sandbox._by_task import SandboxesByTask
+from agent_env.sandbox._config import DEFAULT_IMAGE, SandboxConfig
+from agent_env.sandbox._docker import DockerSandbox, DockerSandboxProvider
+from agent_env.sandbox._docker_engine import SANDBOX_LABEL
+from agent_env.sandbox._docker_image import ImageBuildError, build_sandbox_image
+from agent_env.sandbox._local import LocalSandbox, LocalSandboxProvider
+from agent_env.sandbox._pool import PoolStatus, WarmPool
+from agent_env.sandbox._registry import PROVIDERS, sandbox_provider, server_provider
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT_S",
@@ -27,6 +28,7 @@ __all__ = [
     "ISOLATIONS",
     "KILL_MARGIN_S",
     "PROVIDERS",
+    "SANDBOX_LABEL",
     "CommandResult",
     "DockerSandbox",
     "DockerSandboxProvider",

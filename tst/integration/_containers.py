@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_env.sandbox.docker_engine import SANDBOX_LABEL
+from agent_env.sandbox._docker_engine import SANDBOX_LABEL
 
 
 def sandbox_containers(client: Any) -> list[str]:

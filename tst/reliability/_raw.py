@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 from websockets.sync.client import ClientConnection, connect
 
-from agent_env.contexts import VerifierContext
+from agent_env._contexts import VerifierContext
 from agent_env.openenv import BackgroundServer
 from agent_env.testing import FakeTask, calls
 from tst.support.tools import add_crate

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_env.openenv.bodies import MAX_BODY_BYTES
+from agent_env.openenv._bodies import MAX_BODY_BYTES
 from tst.support.cli_server import agent_env_serve
 from tst.support.raw_http import answer_of, chunked, request_head, sent_until_answered
 from tst.support.wharf import WHARF

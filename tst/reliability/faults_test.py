@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from agent_env import Episode, EpisodeError, episode as episode_module
-from agent_env.env import Env, EnvDefinition
-from agent_env.episode import EpisodeState
-from agent_env.openenv import BackgroundServer, build_served_app, tracker as tracker_module
+from agent_env import Episode, EpisodeError, _episode as episode_module
+from agent_env._env import Env, EnvDefinition
+from agent_env._episode import EpisodeState
+from agent_env.openenv import BackgroundServer, _tracker as tracker_module, build_served_app
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, Gate, fake_served
 from tst.reliability._raw import Raw, dock, observation, play_on, status
@@ -68,7 +68,7 @@ def test_an_env_whose_close_never_returns_is_given_up_on_and_the_sandbox_is_stil
         await episode.teardown()
         return Path(episode.sandbox.root), time.monotonic() - started  # type: ignore[attr-defined]
 
-    with caplog.at_level(logging.ERROR, logger="agent_env.episode"):
+    with caplog.at_level(logging.ERROR, logger="agent_env._episode"):
         root, took = asyncio.run(main())
 
     assert not root.exists()
@@ -91,7 +91,7 @@ def test_a_deploy_that_never_returns_is_cut_by_its_deadline_and_its_teardown_sti
         await episode.teardown()
         return time.monotonic() - started
 
-    with caplog.at_level(logging.ERROR, logger="agent_env.episode"):
+    with caplog.at_level(logging.ERROR, logger="agent_env._episode"):
         took = asyncio.run(main())
 
     assert took < BOUND_S + 5

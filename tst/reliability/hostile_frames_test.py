@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from websockets.exceptions import ConnectionClosedError
 
-from agent_env.episode import EpisodeState
-from agent_env.errors import ErrorCode
+from agent_env._episode import EpisodeState
+from agent_env._error_types import ErrorCode
+from agent_env._trajectory_reader import read_trajectories
+from agent_env._trajectory_recorder import Redaction, TrajectoryRecorder
 from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.testing import FakeTask, Gate, calls, fake_served
-from agent_env.trajectory_reader import read_trajectories
-from agent_env.trajectory_recorder import Redaction, TrajectoryRecorder
 from tst.reliability._raw import ANSWER_S, Raw, dock, observation, play_on, status
 from tst.support.waiting import until
 

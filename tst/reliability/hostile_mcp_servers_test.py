@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from agent_env import ErrorCode
-from agent_env.mcp.schemas import MAX_SCHEMA_VALUES
+from agent_env.mcp._schemas import MAX_SCHEMA_VALUES
 from agent_env.openenv import AgentEnvAction, build_app
 from tst.support.mcp_bundles import a_notes_task, hostile_server, notes_bundle
 from tst.support.mcp_server import SLOW_NAMES, SLOW_PATTERN

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from agent_env import episode as episode_module
-from agent_env.episode import EpisodeState
+from agent_env import _episode as episode_module
+from agent_env._episode import EpisodeState
 from agent_env.openenv import BackgroundServer, build_served_app
 from agent_env.testing import Gate, fake_served
 from tst.reliability._raw import Raw, dock, observation, play_on, status

@@ -1,6 +1,6 @@
 """A model that forges its own reward, as RL would teach one to: each probe is one `bash` call of the
 agent's in a Harbor task's container (root, a writable root filesystem), then the end of its turn,
-against a real server on loopback. Before the seal (`agent_env.sandbox.sealing`), the probes that
+against a real server on loopback. Before the seal (`agent_env.sandbox._sealing`), the probes that
 replace the shell, the interpreter or the tools' environment the test uses scored 1.0 on a task
 whose work was not done; the preloaded library, bash's startup files and the conftest.py forge a
 reward on images with dynamically linked programs, an interactive or login shell in the test, or

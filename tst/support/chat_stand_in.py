@@ -29,10 +29,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from agent_env.bundle import Bundle
-from agent_env.loading import load_bundle
-from agent_env.replay import load_solutions
-from agent_env.specs import Solution
+from agent_env._bundle.reader import Bundle
+from agent_env._loading import load_bundle
+from agent_env._replay import load_solutions
+from agent_env._specs import Solution
 
 API_KEY = "sk-stand-in"
 MODEL = "stand-in"

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from agent_env.contexts import VerifierContext
+from agent_env._contexts import VerifierContext
 from agent_env.eval import END_TURN, AssistantMessage, PolicyError, ToolCall
 from agent_env.testing import FakeTask
 

@@ -12,13 +12,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from agent_env.bundle import Bundle
-from agent_env.env import EnvDefinition
-from agent_env.loading import load_bundle
-from agent_env.replay import load_solutions
-from agent_env.specs import Solution
-from agent_env.task import Task
-from agent_env.toolset import Toolset
+from agent_env._bundle.reader import Bundle
+from agent_env._env import EnvDefinition
+from agent_env._loading import load_bundle
+from agent_env._replay import load_solutions
+from agent_env._specs import Solution
+from agent_env._task import Task
+from agent_env._toolset import Toolset
 from tst.support.waiting import running
 
 WHARF = Path(__file__).resolve().parents[2] / "examples" / "wharf"

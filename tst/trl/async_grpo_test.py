@@ -37,8 +37,8 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
 
 
 from agent_env import load_bundle  # noqa: E402
-from agent_env.contexts import VerifierContext  # noqa: E402
-from agent_env.episode import Episode, EpisodeState  # noqa: E402
+from agent_env._contexts import VerifierContext  # noqa: E402
+from agent_env._episode import Episode, EpisodeState  # noqa: E402
 from agent_env.openenv import BackgroundServer, build_served_app  # noqa: E402
 from agent_env.testing import FakeTask, Gate, calls, fake_served  # noqa: E402
 from agent_env.training.trl import AgentEnv  # noqa: E402

@@ -26,12 +26,12 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
 
 from trl import GRPOTrainer  # noqa: E402
 
-from agent_env.contexts import VerifierContext  # noqa: E402
+from agent_env._contexts import VerifierContext  # noqa: E402
 from agent_env.openenv import BackgroundServer, build_served_app  # noqa: E402
 from agent_env.testing import FakeTask, calls, fake_served  # noqa: E402
 from agent_env.training.trl import AgentEnv  # noqa: E402
-from agent_env.training.trl.classes import ToolsetEnvironment  # noqa: E402
-from agent_env.training.trl.curriculum import STATE_FILE  # noqa: E402
+from agent_env.training.trl._classes import ToolsetEnvironment  # noqa: E402
+from agent_env.training.trl._curriculum import STATE_FILE  # noqa: E402
 from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E402
 from tst.support.tools import add_crate, list_crates  # noqa: E402
 from tst.trl._async_worker import collect_groups, rollout_worker, stop  # noqa: E402

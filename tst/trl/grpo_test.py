@@ -23,7 +23,7 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
 import torch  # noqa: E402
 from trl import GRPOTrainer  # noqa: E402
 
-from agent_env.contexts import VerifierContext  # noqa: E402
+from agent_env._contexts import VerifierContext  # noqa: E402
 from agent_env.openenv import build_served_app  # noqa: E402
 from agent_env.testing import FakeTask, calls, fake_served  # noqa: E402
 from agent_env.training.trl import AgentEnv, GroupsWithSignal  # noqa: E402

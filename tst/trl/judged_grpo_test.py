@@ -29,7 +29,7 @@ import torch  # noqa: E402
 from trl import GRPOTrainer  # noqa: E402
 
 from agent_env.training.trl import AgentEnv, score_batch  # noqa: E402
-from agent_env.training.trl.classes import ToolsetEnvironment  # noqa: E402
+from agent_env.training.trl._classes import ToolsetEnvironment  # noqa: E402
 from examples.train_grpo import grpo_config, tiny_model_and_tokenizer  # noqa: E402
 from tst.support.judge_stand_in import API_KEY, MODEL, JudgeStandIn, accurate_and_courteous  # noqa: E402
 from tst.support.serving import Serve  # noqa: E402

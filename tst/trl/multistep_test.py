@@ -28,14 +28,14 @@ import pytest
 for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "TRL_EXPERIMENTAL_SILENCE"):
     os.environ[variable] = "1"
 
-from agent_env.client.tools import END_TURN  # noqa: E402
+from agent_env.client._tools import END_TURN  # noqa: E402
 from agent_env.training.trl import (  # noqa: E402
     AgentEnv,
     rendered,
     tiny_model,
     tiny_tokenizer,
 )
-from agent_env.training.trl.demonstrations import features  # noqa: E402
+from agent_env.training.trl._demonstrations import features  # noqa: E402
 from examples.demo import (  # noqa: E402
     Recipe,
     fine_tune,

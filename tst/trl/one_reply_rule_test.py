@@ -24,7 +24,7 @@ for variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"
 
 from trl import GRPOTrainer  # noqa: E402
 
-from agent_env.contexts import VerifierContext  # noqa: E402
+from agent_env._contexts import VerifierContext  # noqa: E402
 from agent_env.eval import END_TURN, AssistantMessage, ToolCall, evaluate  # noqa: E402
 from agent_env.openenv import BackgroundServer, build_served_app  # noqa: E402
 from agent_env.testing import FakeTask, calls, fake_served  # noqa: E402

@@ -27,9 +27,9 @@ from agent_env import (
     to_atif,
     trajectory_of,
 )
-from agent_env.atif import ATIF_VERSION, TRAJECTORY_FILE
+from agent_env._atif import ATIF_VERSION, TRAJECTORY_FILE
+from agent_env._replay import replay
 from agent_env.cli import main
-from agent_env.replay import replay
 from agent_env.testing import FakeTask
 from tst.support.atif import RFC_EXAMPLE, SCHEMA, atif_problems
 from tst.support.bundles import a_task, make_bundle

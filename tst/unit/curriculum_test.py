@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from agent_env import ArgumentError
-from agent_env.curriculum import MAX_GROUP_SCORES, Curriculum, CurriculumPolicy
+from agent_env._curriculum import MAX_GROUP_SCORES, Curriculum, CurriculumPolicy
 
 ALWAYS, NEVER, RARE = 0, 1, 2
 GENERATIONS = 8

@@ -4,7 +4,7 @@ The package's source is read statically (ast), by area: `openenv` is agent_env/o
 agent_env/training/trl with the client it stands on (agent_env/client, which eval stands on too: the eval
 extra brings the trl extra), `eval` is agent_env/eval, `mcp` is agent_env/mcp, `users` is agent_env/users,
 `judge` is agent_env/judges,
-`docker` is agent_env/sandbox/docker*.py and agent_env/harbor/compose.py (a Harbor task's compose file,
+`docker` is agent_env/sandbox/_docker*.py and agent_env/harbor/_compose.py (a Harbor task's compose file,
 read with PyYAML: Harbor tasks run in Docker), the first and
 last with their fences (agent_env/_private/openenv_*.py, docker_*.py), and the core is everything else
 (agent_env/training/__init__.py included: importing agent_env.training must need no extra). Every import
@@ -49,8 +49,8 @@ AREAS: dict[str, Callable[[PurePosixPath], bool]] = {
     "users": lambda p: p.parts[:1] == ("users",),
     "judge": lambda p: p.parts[:1] == ("judges",),
     "docker": lambda p: (
-        (p.parent == PurePosixPath("sandbox") and p.match("docker*.py"))
-        or p == PurePosixPath("harbor/compose.py")
+        (p.parent == PurePosixPath("sandbox") and p.match("_docker*.py"))
+        or p == PurePosixPath("harbor/_compose.py")
         or fence_of(p, "docker")
     ),
 }

@@ -8,7 +8,7 @@ import pytest
 
 import agent_env
 from agent_env import Env, EnvDefinition, tool
-from agent_env.errors import EnvDefinitionError
+from agent_env._error_types import EnvDefinitionError
 
 WHARF = Path(__file__).resolve().parents[2] / "examples" / "wharf"
 

@@ -25,8 +25,8 @@ from agent_env import (
     load_solutions,
     replay,
 )
+from agent_env._verifiers import FunctionCheck, Verifier
 from agent_env.sandbox import LocalSandbox
-from agent_env.verifiers import FunctionCheck, Verifier
 from tst.support.waiting import WAIT_S, eventually, running, written
 from tst.support.wharf import WHARF, example, with_envs
 
@@ -256,7 +256,7 @@ def test_a_bash_verifier_runs_after_the_agents_shell_is_gone_and_code_it_planted
     import os
     import sys
 
-    from agent_env.verifiers import BashCheck
+    from agent_env._verifiers import BashCheck
 
     python = os.path.realpath(sys.executable)  # outside the virtualenv: Python's user site is on
     site = f".local/lib/python{sys.version_info.major}.{sys.version_info.minor}/site-packages"
@@ -422,7 +422,7 @@ def test_a_verifier_that_raises_fails_the_episode_naming_its_function_and_line_i
     verifier = Verifier(FunctionCheck(type="function", function="broken_scales"), broken_scales)
     episode = deployed(dataclasses.replace(example("store-crate-000"), verifiers=(verifier,)))
 
-    with caplog.at_level(logging.ERROR, logger="agent_env.episode"):
+    with caplog.at_level(logging.ERROR, logger="agent_env._episode"):
         error = error_of(episode.end_turn("Stored."))
 
     assert error.code == "VERIFIER_FAILED"
@@ -531,13 +531,13 @@ def test_teardown_runs_an_env_s_own_sync_close_on_a_thread_of_its_own_and_skips_
 ):
     log: list[str] = []
     threads: list[str] = []
-    real = agent_env.episode.run_in_own_thread
+    real = agent_env._episode.run_in_own_thread
 
     async def recorded(fn: Any) -> Any:
         threads.append(getattr(fn, "__qualname__", repr(fn)))
         return await real(fn)
 
-    monkeypatch.setattr(agent_env.episode, "run_in_own_thread", recorded)
+    monkeypatch.setattr(agent_env._episode, "run_in_own_thread", recorded)
 
     class Plain(Env):
         """An env that keeps Env's own close, which releases nothing."""
@@ -561,7 +561,7 @@ def test_teardown_runs_an_env_s_own_sync_close_on_a_thread_of_its_own_and_skips_
 
 def timed(seconds: float) -> Task:
     """The wharf's bash task with a time limit, scored 1 when its sandbox holds `state`."""
-    from agent_env.verifiers import BashCheck
+    from agent_env._verifiers import BashCheck
 
     return dataclasses.replace(
         example("manifest-total-000"),

@@ -10,9 +10,9 @@ import json
 import pytest
 
 from agent_env import Episode, EpisodeError, Trajectory, trajectory_of
-from agent_env.sandbox.base import CommandResult
+from agent_env._verifiers import BashCheck, Verifier
+from agent_env.sandbox._base import CommandResult
 from agent_env.testing import FakeTask
-from agent_env.verifiers import BashCheck, Verifier
 from tst.support.tools import add_crate
 
 

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 import agent_env
 from agent_env import AgentEnvError, BundleError, EpisodeError, ErrorCode, load_bundle
-from agent_env.errors import validation_problems
+from agent_env._error_types import validation_problems
 from tst.support.bundles import make_bundle
 from tst.util import capabilities
 
@@ -139,53 +139,53 @@ TRL = pytest.mark.needs("trl_installed")
 @pytest.mark.parametrize(
     ("name", "builtin"),
     [
-        ("agent_env.errors.SandboxUnavailableError", RuntimeError),
-        ("agent_env.errors.SplitNotFoundError", KeyError),
-        ("agent_env.errors.TaskIndexError", IndexError),
+        ("agent_env._error_types.SandboxUnavailableError", RuntimeError),
+        ("agent_env._error_types.SplitNotFoundError", KeyError),
+        ("agent_env._error_types.TaskIndexError", IndexError),
         pytest.param(
-            "agent_env.openenv.context.TaskLookupError",
+            "agent_env.openenv._context.TaskLookupError",
             LookupError,
             marks=OPENENV,
         ),
-        ("agent_env.sandbox.docker_image.ImageBuildError", RuntimeError),
-        ("agent_env.view.api.FilterError", ValueError),
+        ("agent_env.sandbox._docker_image.ImageBuildError", RuntimeError),
+        ("agent_env.view._api.FilterError", ValueError),
         pytest.param(
-            "agent_env.training.trl.errors.ServerUnavailableError",
+            "agent_env.training.trl._errors.ServerUnavailableError",
             ConnectionError,
             marks=TRL,
         ),
         pytest.param(
-            "agent_env.training.trl.errors.ServerAtCapacityError",
+            "agent_env.training.trl._errors.ServerAtCapacityError",
             RuntimeError,
             marks=TRL,
         ),
         pytest.param(
-            "agent_env.training.trl.errors.FleetMismatchError",
+            "agent_env.training.trl._errors.FleetMismatchError",
             ValueError,
             marks=TRL,
         ),
         pytest.param(
-            "agent_env.training.trl.errors.UnknownSplitError",
+            "agent_env.training.trl._errors.UnknownSplitError",
             ValueError,
             marks=TRL,
         ),
         pytest.param(
-            "agent_env.training.trl.errors.ToolCallError",
+            "agent_env.training.trl._errors.ToolCallError",
             RuntimeError,
             marks=TRL,
         ),
         pytest.param(
-            "agent_env.training.trl.errors.DemonstrationError",
+            "agent_env.training.trl._errors.DemonstrationError",
             RuntimeError,
             marks=TRL,
         ),
         pytest.param(
-            "agent_env.training.trl.errors.EvalResultsError",
+            "agent_env.training.trl._errors.EvalResultsError",
             ValueError,
             marks=TRL,
         ),
         pytest.param(
-            "agent_env.training.trl.errors.UnsupportedToolError",
+            "agent_env.training.trl._errors.UnsupportedToolError",
             ValueError,
             marks=TRL,
         ),
@@ -220,7 +220,7 @@ def test_an_error_made_without_a_code_reads_as_its_message_alone() -> None:
 
 
 def test_agent_env_error_is_importable_from_the_package_and_its_module_alike() -> None:
-    from agent_env import errors
+    from agent_env import _error_types as errors
 
     assert agent_env.AgentEnvError is errors.AgentEnvError is AgentEnvError
     assert "AgentEnvError" in agent_env.__all__

@@ -25,7 +25,7 @@ from agent_env import (
     TurnEnded,
     VerifierContext,
 )
-from agent_env.verifiers import FunctionCheck, Verifier
+from agent_env._verifiers import FunctionCheck, Verifier
 from tst.support.wharf import example
 
 
@@ -193,7 +193,7 @@ def test_a_listener_that_raises_is_logged_and_the_episode_plays_on(caplog: pytes
         raise RuntimeError("the recorder is full")
 
     episode = Episode(example("store-crate-000"), listeners=[broken])
-    with caplog.at_level(logging.ERROR, logger="agent_env.episode"):
+    with caplog.at_level(logging.ERROR, logger="agent_env._episode"):
         prompt = asyncio.run(episode.deploy())
 
     assert prompt == example("store-crate-000").turns[0]

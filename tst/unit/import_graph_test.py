@@ -107,9 +107,9 @@ def test_every_known_circle_still_exists_so_the_list_only_shrinks() -> None:
 
 def test_a_name_moved_to_cut_a_circle_is_still_importable_from_its_first_home() -> None:
     moved = {
-        ("agent_env.sandbox.docker", "docker_client"): "agent_env.sandbox.docker_engine",
-        ("agent_env.sandbox.docker", "INSTALL_HINT"): "agent_env.sandbox.docker_engine",
-        ("agent_env.sandbox.docker_image", "SANDBOX_LABEL"): "agent_env.sandbox.docker_engine",
+        ("agent_env.sandbox._docker", "docker_client"): "agent_env.sandbox._docker_engine",
+        ("agent_env.sandbox._docker", "INSTALL_HINT"): "agent_env.sandbox._docker_engine",
+        ("agent_env.sandbox._docker_image", "SANDBOX_LABEL"): "agent_env.sandbox._docker_engine",
     }
 
     for (first_home, name), home in moved.items():

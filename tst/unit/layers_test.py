@@ -186,7 +186,7 @@ def test_a_module_belongs_to_the_row_that_names_it_most_closely() -> None:
     rows = layer_table(
         table(
             "| **kernel** | `agent_env._*`, `agent_env._bundle.folder` | | | |\n"
-            "| **engine** | `agent_env._bundle`, `agent_env.bundle` | | | |\n"
+            "| **engine** | `agent_env._bundle`, `agent_env._bundle.reader` | | | |\n"
             "| **top** | `agent_env` | | | |\n"
         )
     )

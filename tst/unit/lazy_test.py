@@ -68,13 +68,3 @@ def test_a_lazy_package_lists_every_export_and_refuses_a_name_it_lacks(package: 
     assert set(package.__all__) <= set(dir(package))
     with pytest.raises(AttributeError, match=f"module '{package.__name__}' has no attribute 'load_bundel'"):
         _ = package.load_bundel
-
-
-def test_an_export_named_as_its_own_module_stays_the_export_once_that_module_is_imported() -> None:
-    code = (
-        "import agent_env.openenv.serve\n"
-        "from agent_env.openenv import serve\n"
-        "print(type(serve).__name__, serve.__module__)\n"
-    )
-
-    assert python(code) == "function agent_env.openenv.serve"

@@ -115,7 +115,7 @@ def test_a_bind_address_is_loopback_by_one_rule_whether_brackets_or_a_final_dot(
 
 @pytest.mark.needs("openenv_installed")
 def test_serve_and_the_viewer_judge_every_bind_address_by_that_rule(tmp_path) -> None:
-    from agent_env.openenv.serve import exposure_warning
+    from agent_env.openenv._serve import exposure_warning
     from agent_env.view import ViewServer
 
     def viewer_refuses(host: str) -> bool:

@@ -36,7 +36,7 @@ def test_importing_agent_env_loads_none_of_its_modules_and_a_name_loads_only_its
     ).stdout.splitlines()
 
     assert imported == "['agent_env', 'agent_env._lazy']"
-    assert used == "['agent_env', 'agent_env._lazy', 'agent_env.specs']"
+    assert used == "['agent_env', 'agent_env._lazy', 'agent_env._specs']"
 
 
 def in_the_core(path: Path) -> bool:

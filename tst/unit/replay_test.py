@@ -19,7 +19,7 @@ from agent_env import (
     load_solutions,
     replay,
 )
-from agent_env.contexts import VerifierContext
+from agent_env._contexts import VerifierContext
 from agent_env.testing import FakeTask, calls
 
 WHARF = Path(__file__).resolve().parents[2] / "examples" / "wharf"

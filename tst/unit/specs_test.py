@@ -1,19 +1,19 @@
 import pytest
 from pydantic import ValidationError
 
-import agent_env.specs
-import agent_env.task
-import agent_env.toolset
+import agent_env._specs
+import agent_env._task
+import agent_env._toolset
 from agent_env import AccessChange, ScriptedTurn, Solution, TaskSpec, ToolsetSpec
-from agent_env.errors import validation_problems
-from agent_env.specs import STEP_TAGS
+from agent_env._error_types import validation_problems
+from agent_env._specs import STEP_TAGS
 
 
 def test_the_specs_are_the_same_classes_from_the_package_and_from_their_first_homes():
-    assert agent_env.task.TaskSpec is TaskSpec is agent_env.specs.TaskSpec
-    assert agent_env.toolset.ToolsetSpec is ToolsetSpec is agent_env.specs.ToolsetSpec
-    assert agent_env.toolset.AccessChange is AccessChange is agent_env.specs.AccessChange
-    assert agent_env.toolset.DEFAULT_ROLE == agent_env.specs.DEFAULT_ROLE == "default"
+    assert agent_env._task.TaskSpec is TaskSpec is agent_env._specs.TaskSpec
+    assert agent_env._toolset.ToolsetSpec is ToolsetSpec is agent_env._specs.ToolsetSpec
+    assert agent_env._toolset.AccessChange is AccessChange is agent_env._specs.AccessChange
+    assert agent_env._toolset.DEFAULT_ROLE == agent_env._specs.DEFAULT_ROLE == "default"
 
 
 def test_a_toolset_spec_from_a_server_that_lists_no_deadlines_reads_as_one_whose_tools_declare_none():

@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from agent_env import Env, EnvDefinition, EpisodeError, Tool, ToolDefinitionError, tool
-from agent_env.tools import render_result
+from agent_env._tools import render_result
 
 
 def run(coroutine):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_env.trajectory_reader import read_trajectories
+from agent_env._trajectory_reader import read_trajectories
 from tst.support.trajectories import a_trajectory, fifo
 from tst.support.waiting import within
 

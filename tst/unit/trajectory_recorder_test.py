@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_env import trajectory_recorder
-from agent_env.trajectory import Trajectory, VerifierRecord
-from agent_env.trajectory_reader import read_trajectories
-from agent_env.trajectory_recorder import REDACTED, Redaction, TrajectoryRecorder
+from agent_env import _trajectory_recorder as trajectory_recorder
+from agent_env._trajectory import Trajectory, VerifierRecord
+from agent_env._trajectory_reader import read_trajectories
+from agent_env._trajectory_recorder import REDACTED, Redaction, TrajectoryRecorder
 from tst.support.trajectories import a_trajectory
 from tst.support.waiting import until
 

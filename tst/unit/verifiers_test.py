@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from agent_env import Agent, Env, EpisodeError, LocalSandboxProvider, Task, Toolset, VerifierContext
-from agent_env.verifiers import (
+from agent_env._verifiers import (
     VERIFIER_TYPES,
     BashCheck,
     FunctionCheck,

@@ -95,7 +95,7 @@ def _package_index() -> bool:
 
 
 def _bubblewrap() -> bool:
-    from agent_env.sandbox.bubblewrap import bubblewrap_for
+    from agent_env.sandbox._bubblewrap import bubblewrap_for
 
     return bubblewrap_for("auto") is not None
 

@@ -17,8 +17,8 @@ import pytest
 
 from agent_env import BundleError, load_bundle
 from agent_env.cli import main
-from agent_env.sandbox.config import DEFAULT_IMAGE
-from agent_env.sandbox.docker_build import image_tag, task_image
+from agent_env.sandbox._config import DEFAULT_IMAGE
+from agent_env.sandbox._docker_build import image_tag, task_image
 
 TOML = """
 [verifier]
@@ -133,7 +133,7 @@ def test_a_datasets_images_are_built_side_by_side_each_context_once_and_its_prob
     images.append(image_tag(linked / "environment"))
     built: list[str] = []
     monkeypatch.setattr(docker_client.api, "build", counted(docker_client.api.build, built))
-    monkeypatch.setattr("agent_env.sandbox.docker_engine.docker_client", lambda: docker_client)
+    monkeypatch.setattr("agent_env.sandbox._docker_engine.docker_client", lambda: docker_client)
 
     started = time.monotonic()
     code = main(["check", str(dataset), "--build-concurrency", "4"])
@@ -182,8 +182,8 @@ def test_once_the_engine_said_it_cannot_cap_a_containers_disk_each_other_tasks_c
 ):
     import docker.models.containers
 
-    from agent_env.sandbox.config import SandboxConfig
-    from agent_env.sandbox.docker import DockerSandboxProvider
+    from agent_env.sandbox._config import SandboxConfig
+    from agent_env.sandbox._docker import DockerSandboxProvider
 
     creates: list[str] = []
     real = docker.models.containers.ContainerCollection.create

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from agent_env import Episode, load_bundle
+from agent_env._error_types import SandboxUnavailableError
+from agent_env._task import Task
 from agent_env.cli import main
-from agent_env.errors import SandboxUnavailableError
 from agent_env.sandbox import SandboxesByTask
-from agent_env.sandbox.docker import DockerSandbox, DockerSandboxProvider
-from agent_env.task import Task
+from agent_env.sandbox._docker import DockerSandbox, DockerSandboxProvider
 from tst.support.harbor_tasks import ON_THE_SANDBOX_IMAGE, write_task
 
 INTERFACES = "ls /sys/class/net"

@@ -19,7 +19,7 @@ import pytest
 from agent_env import load_bundle, read_trajectories
 from agent_env.cli import main
 from agent_env.openenv import AgentEnvAction, BackgroundServer, build_app
-from agent_env.sandbox.docker_build import task_image
+from agent_env.sandbox._docker_build import task_image
 from tst.integration._containers import sandbox_containers
 from tst.support.harbor_tasks import DATASET, EDGE, MALFORMED
 from tst.support.waiting import until

@@ -19,7 +19,7 @@ import pytest
 from agent_env import load_bundle
 from agent_env.cli import main
 from agent_env.openenv import AgentEnvAction
-from agent_env.sandbox.docker_engine import SANDBOX_LABEL
+from agent_env.sandbox._docker_engine import SANDBOX_LABEL
 from tst.support.harbor_tasks import DATASET, MALFORMED
 from tst.support.metrics import scrape
 from tst.support.waiting import until

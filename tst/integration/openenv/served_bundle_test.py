@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_env.loading import load_bundle
+from agent_env._loading import load_bundle
+from agent_env._replay import load_solutions
 from agent_env.openenv import AgentEnvAction, BackgroundServer, build_app
-from agent_env.replay import load_solutions
 from tst.integration._containers import sandbox_containers
 from tst.support.waiting import until
 from tst.support.wharf import BASH_TASK, WHARF, play_reference

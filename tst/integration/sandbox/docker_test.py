@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from agent_env.errors import SandboxUnavailableError
+from agent_env._error_types import SandboxUnavailableError
 from agent_env.sandbox import DockerSandbox, DockerSandboxProvider, SandboxConfig
 from tst.integration._containers import sandbox_containers
 
@@ -493,7 +493,7 @@ def test_once_sealed_commands_run_in_a_new_exec_with_the_verifiers_environment_a
 def test_a_sealed_container_whose_system_files_the_agent_changed_refuses_its_verifiers_naming_them(
     docker_client: Any, sandbox_image: str
 ) -> None:
-    from agent_env.errors import EpisodeError
+    from agent_env._error_types import EpisodeError
 
     root = DockerSandboxProvider(
         settings(image=sandbox_image, workdir="/work", user="0:0"), client=docker_client
@@ -516,7 +516,7 @@ def test_a_sealed_container_whose_system_files_the_agent_changed_refuses_its_ver
 def test_what_an_images_entrypoint_writes_as_its_container_starts_is_not_taken_for_the_agents_doing(
     docker_client: Any, sandbox_image: str, tmp_path: Any
 ) -> None:
-    from agent_env.errors import EpisodeError
+    from agent_env._error_types import EpisodeError
 
     entry = '#!/bin/bash\\nsleep 0.3\\necho configured > /etc/entry.conf\\nexec "$@"\\n'
     (tmp_path / "Dockerfile").write_text(

@@ -16,7 +16,7 @@ import pytest
 
 from agent_env.openenv import AgentEnvAction, BackgroundServer, build_app
 from agent_env.sandbox import DockerSandboxProvider, PoolStatus, SandboxConfig, WarmPool
-from agent_env.sandbox.owner import PID_LABEL
+from agent_env.sandbox._owner import PID_LABEL
 from tst.integration._containers import sandbox_containers
 from tst.support.cli_server import agent_env_serve
 from tst.support.metrics import scrape

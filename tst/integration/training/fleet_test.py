@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from agent_env.training.trl import AgentEnv, FleetMismatchError, ServerAtCapacityError, ServerUnavailableError
-from agent_env.training.trl.fleet import RETRY_S
+from agent_env.training.trl._fleet import RETRY_S
 from tst.integration._fleet import PLAY_THREE, held, play_store
 from tst.support.addresses import answer_names, free_port_on
 from tst.support.cli_server import agent_env_serves

@@ -115,7 +115,7 @@ def test_a_group_whose_rollouts_are_on_two_servers_of_a_fleet_is_judged_alone_wi
     servers: tuple[JudgeStandIn, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stand_in, urls = servers
-    monkeypatch.setattr("agent_env.training.trl.batch._warned_across", False)
+    monkeypatch.setattr("agent_env.training.trl._batch._warned_across", False)
     env = AgentEnv(urls)
     try:
         with pytest.warns(GroupAcrossServersWarning, match="on 2 servers"):

@@ -54,7 +54,7 @@ def test_the_trainer_s_side_and_the_server_load_openenv_without_gradio_and_gradi
         """
         import json, sys
         from agent_env.training.trl import AgentEnv
-        import agent_env.openenv.app
+        import agent_env.openenv._app
         import openenv.core.env_server as server
         loaded = "gradio" in sys.modules
         import gradio
@@ -70,7 +70,7 @@ def test_openenv_s_create_app_still_builds_its_web_interface_when_asked_after_ag
     None
 ):
     answer = run(
-        "import json, sys\nimport agent_env.openenv.app\nbefore = 'gradio' in sys.modules\n"
+        "import json, sys\nimport agent_env.openenv._app\nbefore = 'gradio' in sys.modules\n"
         + ROUTES_WITH_THE_WEB_INTERFACE
         + "print(json.dumps({'before': before, 'web': '/web' in routes}))",
         ENABLE_WEB_INTERFACE="true",
@@ -84,7 +84,7 @@ def test_a_process_that_imported_gradio_first_gets_openenv_as_it_is() -> None:
         """
         import json
         import gradio
-        import agent_env.openenv.app
+        import agent_env.openenv._app
         import openenv.core.env_server as server
         print(json.dumps({"web_interface": server.create_web_interface_app is not None}))
         """

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_env.cli.play import describe_tools
+from agent_env.cli._play import describe_tools
 from tst.support.mcp_bundles import NOTE_MILK, http_notes_server, http_server, notes_bundle
 from tst.support.wharf import wharf_with_a_broken_task
 

@@ -63,7 +63,7 @@ def test_eval_prints_progress_then_each_task_s_mean_spread_and_pass_at_k_and_wri
 def test_a_model_that_calls_an_unknown_tool_forever_ends_its_turn_at_the_default_bound_and_eval_ends(
     serve, tmp_path, capsys, monkeypatch
 ):
-    from agent_env.trajectory_reader import read_trajectories
+    from agent_env._trajectory_reader import read_trajectories
 
     monkeypatch.setenv("STAND_IN_KEY", API_KEY)
     _, url = start_stand_in(serve, {IDS[0]: ["unknown"]})

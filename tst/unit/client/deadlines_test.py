@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from agent_env.client.deadlines import (
+from agent_env.client._deadlines import (
     DEFAULT_CONNECT_TIMEOUT_S,
     DEFAULT_RESET_TIMEOUT_S,
     DEFAULT_TOOL_TIMEOUT_S,

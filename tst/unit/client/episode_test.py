@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from starlette.types import ASGIApp
 
-from agent_env.client.deadlines import Deadlines
-from agent_env.client.episode import ClientEpisode, next_prompt
-from agent_env.client.session import SessionClient
-from agent_env.client.tools import TASK_OVER
-from agent_env.contexts import VerifierContext
+from agent_env._contexts import VerifierContext
+from agent_env.client._deadlines import Deadlines
+from agent_env.client._episode import ClientEpisode, next_prompt
+from agent_env.client._session import SessionClient
+from agent_env.client._tools import TASK_OVER
 from agent_env.openenv import build_served_app
 from agent_env.testing import FakeTask, calls, fake_served
 from tst.support.frames import NoOpenTurnInstead

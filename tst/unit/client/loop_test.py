@@ -9,7 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from agent_env.client.loop import ClientLoop
+from agent_env._errors import TimedOutError
+from agent_env.client._loop import ClientLoop
 
 pytestmark = pytest.mark.needs("trl_installed")
 
@@ -27,8 +28,8 @@ async def _fail() -> None:
 def test_work_answers_with_its_result_each_time_it_is_asked() -> None:
     answer = ClientLoop("test-loop").submit(_double(21))
 
-    assert answer.result(timeout=10) == 42
-    assert answer.result(timeout=10) == 42
+    assert answer.result(timeout_s=10) == 42
+    assert answer.result(timeout_s=10) == 42
 
 
 def test_work_that_raises_answers_with_its_error_each_time_it_is_asked() -> None:
@@ -36,10 +37,10 @@ def test_work_that_raises_answers_with_its_error_each_time_it_is_asked() -> None
 
     for _ in range(2):
         with pytest.raises(ValueError, match="no such tool"):
-            answer.result(timeout=10)
+            answer.result(timeout_s=10)
 
 
-def test_an_answer_not_there_in_time_raises_timeout_error_and_comes_later() -> None:
+def test_an_answer_not_there_in_time_raises_the_library_s_timed_out_error_and_comes_later() -> None:
     release = threading.Event()
 
     async def held() -> str:
@@ -47,11 +48,11 @@ def test_an_answer_not_there_in_time_raises_timeout_error_and_comes_later() -> N
         return "late"
 
     answer = ClientLoop("test-loop").submit(held())
-    with pytest.raises(TimeoutError, match=r"no answer within 0\.05 s"):
-        answer.result(timeout=0.05)
+    with pytest.raises(TimedOutError, match=r"no answer within 0\.05 s"):
+        answer.result(timeout_s=0.05)
     release.set()
 
-    assert answer.result(timeout=10) == "late"
+    assert answer.result(timeout_s=10) == "late"
 
 
 def test_work_cancelled_on_the_loop_answers_with_the_cancel() -> None:
@@ -61,7 +62,7 @@ def test_work_cancelled_on_the_loop_answers_with_the_cancel() -> None:
     answer = ClientLoop("test-loop").submit(cancelled())
 
     with pytest.raises(asyncio.CancelledError):
-        answer.result(timeout=10)
+        answer.result(timeout_s=10)
 
 
 def test_many_threads_at_once_each_get_their_own_answer_on_one_loop_thread() -> None:
@@ -72,7 +73,7 @@ def test_many_threads_at_once_each_get_their_own_answer_on_one_loop_thread() -> 
         return value, threading.current_thread().name
 
     with ThreadPoolExecutor(16) as pool:
-        answers = list(pool.map(lambda value: loop.submit(where(value)).result(timeout=10), range(200)))
+        answers = list(pool.map(lambda value: loop.submit(where(value)).result(timeout_s=10), range(200)))
 
     assert [value for value, _ in answers] == list(range(200))
     assert {name for _, name in answers} == {"test-loop"}
@@ -80,7 +81,7 @@ def test_many_threads_at_once_each_get_their_own_answer_on_one_loop_thread() -> 
 
 def test_a_closed_loop_is_replaced_by_a_new_one_at_the_next_submit() -> None:
     loop = ClientLoop("test-loop")
-    assert loop.submit(_double(1)).result(timeout=10) == 2
+    assert loop.submit(_double(1)).result(timeout_s=10) == 2
     first = loop._loop_running()
     first.call_soon_threadsafe(first.stop)
     stopped = time.monotonic() + 10
@@ -88,5 +89,5 @@ def test_a_closed_loop_is_replaced_by_a_new_one_at_the_next_submit() -> None:
         time.sleep(0.01)
     first.close()
 
-    assert loop.submit(_double(2)).result(timeout=10) == 4
+    assert loop.submit(_double(2)).result(timeout_s=10) == 4
     assert loop._loop_running() is not first

@@ -12,7 +12,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from agent_env.loading import load_bundle
+from agent_env._loading import load_bundle
 from tools.lockfile import LOCK, locked
 from tst.unit.deploy._deploy import (
     HEALTHCHECK,

@@ -12,12 +12,12 @@ import pytest
 
 from agent_env._errors import ArgumentError
 from agent_env._origins import ALLOWED_HOSTS_VARIABLE, AllowedHosts
-from agent_env.openenv.serve import GRACEFUL_SHUTDOWN_S, serve
-from agent_env.openenv.tokens import TOKEN_VARIABLE, resolve_token
-from agent_env.openenv.tracker import TEARDOWN_TIMEOUT_S
+from agent_env._server_options import CAPACITY_VARIABLE
+from agent_env._trajectory_recorder import _CLOSE_WAIT_S
+from agent_env.openenv._serve import GRACEFUL_SHUTDOWN_S, serve
+from agent_env.openenv._tokens import TOKEN_VARIABLE, resolve_token
+from agent_env.openenv._tracker import TEARDOWN_TIMEOUT_S
 from agent_env.sandbox import KILL_MARGIN_S
-from agent_env.server_options import CAPACITY_VARIABLE
-from agent_env.trajectory_recorder import _CLOSE_WAIT_S
 from tst.unit.deploy._deploy import (
     INIT,
     KUBERNETES,

@@ -90,7 +90,7 @@ def test_a_policy_collected_unclosed_on_the_endpoint_s_loop_leaves_the_connectio
     import gc
     import socket
 
-    from agent_env.eval import openai_policy
+    from agent_env.eval import _openai_policy as openai_policy
 
     _, url = start_stand_in(serve)
     lost = 0
@@ -124,7 +124,7 @@ def test_a_policy_collected_unclosed_on_the_endpoint_s_loop_leaves_the_connectio
 def test_a_closed_policy_closes_its_connections_and_refuses_to_play_saying_to_make_a_new_one(serve, recwarn):
     import gc
 
-    from agent_env.errors import StateError
+    from agent_env._error_types import StateError
 
     _, url = start_stand_in(serve)
     gc.collect()

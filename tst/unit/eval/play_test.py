@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from agent_env import Tool
-from agent_env.client.taskapi import TaskAPI
+from agent_env._specs import ScriptedCall, ScriptedTurn, Solution
+from agent_env.client._taskapi import TaskAPI
 from agent_env.eval import AssistantMessage, Message, PlaySettings, ScriptedPolicy, play_sample
 from agent_env.openenv import build_served_app
-from agent_env.specs import ScriptedCall, ScriptedTurn, Solution
 from agent_env.testing import FakeTask, fake_served
 from tst.support.bundles import a_task, make_bundle
 from tst.support.frames import NoOpenTurnInstead, RecordFrames

@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from agent_env import load_bundle
+from agent_env._trajectory_reader import read_trajectories
 from agent_env.eval import END_TURN, RESULTS_FILE, EvalResult, OpenAIPolicy, PlaySettings, evaluate
-from agent_env.trajectory_reader import read_trajectories
 from tst.support.chat_stand_in import API_KEY, MODEL, eval_ids, start_stand_in
 from tst.support.outcomes import OutcomePolicy, outcome_tasks
 from tst.support.wharf import WHARF
@@ -267,7 +267,7 @@ def test_a_last_answer_in_plain_text_is_no_reply_so_a_reply_verifier_fails_as_it
 
 
 def test_a_harbor_path_is_loaded_as_a_bundle_never_taken_for_a_server_s_url(tmp_path) -> None:
-    from agent_env.errors import BundleError
+    from agent_env._error_types import BundleError
 
     missing = tmp_path / "no-such-dataset"
 

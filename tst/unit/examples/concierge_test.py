@@ -14,7 +14,7 @@ import pytest
 
 import agent_env
 from agent_env import load_solutions
-from agent_env.verifiers import JudgeCheck, ReplyCheck
+from agent_env._verifiers import JudgeCheck, ReplyCheck
 from tst.support.judge_stand_in import API_KEY, MODEL, JudgeStandIn, accurate_and_courteous
 from tst.support.serving import Serve
 

@@ -9,7 +9,7 @@ import pytest
 
 import agent_env
 from agent_env import Task
-from agent_env.verifiers import BashCheck, FunctionCheck, ItemsCheck
+from agent_env._verifiers import BashCheck, FunctionCheck, ItemsCheck
 from tst.support.generated import contents, generator
 
 WHARF = Path(__file__).resolve().parents[3] / "examples" / "wharf"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_env.harbor.loader import read_harbor
+from agent_env.harbor._loader import read_harbor
 from tst.support.harbor_tasks import write_task
 
 # PyYAML reads compose files: it comes with the [openenv] extra.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_env.harbor.loader import read_harbor
+from agent_env.harbor._loader import read_harbor
 from tst.support.harbor_tasks import ON_THE_SANDBOX_IMAGE, write_task
 
 

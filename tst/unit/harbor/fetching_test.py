@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_env.harbor.fetching import network_fetches
-from agent_env.harbor.loader import read_harbor
+from agent_env.harbor._fetching import network_fetches
+from agent_env.harbor._loader import read_harbor
 from tst.support.harbor_tasks import ON_THE_SANDBOX_IMAGE, write_task
 
 OFFLINE = f"{ON_THE_SANDBOX_IMAGE}network_mode = 'no-network'\n"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_env.harbor.fields import ALLOWLIST
-from agent_env.harbor.loader import read_harbor
-from agent_env.harbor.verifier import Collect, HarborTests
-from agent_env.task import Task
+from agent_env._task import Task
+from agent_env.harbor._fields import ALLOWLIST
+from agent_env.harbor._loader import read_harbor
+from agent_env.harbor._verifier import Collect, HarborTests
 from tst.support.harbor_tasks import ON_THE_SANDBOX_IMAGE, write_task
 
 

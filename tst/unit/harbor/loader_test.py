@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from agent_env import ArgumentError, BundleError, Episode, load_bundle
+from agent_env._verifiers import ScriptCheck
 from agent_env.harbor import harbor_folder
-from agent_env.harbor.loader import read_harbor
-from agent_env.harbor.verifier import HarborTests
-from agent_env.verifiers import ScriptCheck
+from agent_env.harbor._loader import read_harbor
+from agent_env.harbor._verifier import HarborTests
 from tst.support.bundles import files_read
 from tst.support.harbor_tasks import DATASET, EDGE, MALFORMED, ON_THE_SANDBOX_IMAGE, write_task
 
@@ -281,7 +281,7 @@ def test_an_instruction_over_1_mib_is_refused_unread_naming_the_cap(
 def test_memory_beyond_what_the_engine_has_is_refused_at_load_with_what_it_has_built_or_not(
     tmp_path: Path, build: bool
 ):
-    from agent_env.sandbox.docker_engine import docker_client
+    from agent_env.sandbox._docker_engine import docker_client
 
     task = shutil.copytree(DATASET / "marker", tmp_path / "marker")
     toml = task / "task.toml"
@@ -302,7 +302,7 @@ def test_memory_beyond_what_the_engine_has_is_refused_at_load_with_what_it_has_b
 def test_cpus_beyond_what_the_engine_has_are_clamped_to_its_count_in_one_line_for_the_dataset(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, build: bool
 ):
-    from agent_env.sandbox.docker_engine import docker_client
+    from agent_env.sandbox._docker_engine import docker_client
 
     cpus = docker_client().info()["NCPU"]
     for name, asked in (("small", 1), ("big", cpus + 2), ("huge", 4096)):

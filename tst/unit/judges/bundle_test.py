@@ -13,7 +13,7 @@ import pytest
 
 from agent_env import BundleError, load_bundle
 from agent_env.judges import Judge, JudgeScale
-from agent_env.judges.settings import READS
+from agent_env.judges._settings import READS
 from tst.support.bundles import a_task, make_bundle
 
 pytestmark = pytest.mark.needs("judge_installed")  # a bundle with a judge loads only with the extra
@@ -188,7 +188,7 @@ def test_without_the_judge_extra_a_bundle_with_a_judge_is_refused_naming_its_ins
 def test_importing_the_judge_s_client_without_the_extra_fails_naming_judge():
     code = (
         "import sys\nsys.modules['openai'] = None\n"
-        "try:\n    import agent_env.judges.client\nexcept ImportError as e:\n    print(e)\n"
+        "try:\n    import agent_env.judges._client\nexcept ImportError as e:\n    print(e)\n"
     )
 
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_env.judges.cache import VerdictCache
-from agent_env.judges.verdict import Verdict
+from agent_env.judges._cache import VerdictCache
+from agent_env.judges._verdict import Verdict
 
 KEY = "ab" + "0" * 62
 

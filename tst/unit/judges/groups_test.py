@@ -16,8 +16,8 @@ import pytest
 
 from agent_env import Episode, EpisodeError, Trajectory, TurnResult, load_bundle, trajectory_of
 from agent_env.judges import Judging
-from agent_env.judges.groups import GroupInvite
-from agent_env.judges.transcript import CLOSE, OPEN
+from agent_env.judges._groups import GroupInvite
+from agent_env.judges._transcript import CLOSE, OPEN
 from tst.support.judge_stand_in import API_KEY, OBEYED, contains, started
 from tst.support.serving import Serve
 from tst.unit.judges._play import KEY_VARIABLE, judged_bundle

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from agent_env.judges.settings import Judge, JudgeScale
-from agent_env.judges.transcript import (
+from agent_env._trajectory import ToolCallRecord, TurnRecord
+from agent_env.judges._settings import Judge, JudgeScale
+from agent_env.judges._transcript import (
     CLOSE,
     MAX_RESULT_CHARS,
     OPEN,
@@ -18,7 +19,6 @@ from agent_env.judges.transcript import (
     request_body,
     transcript_of,
 )
-from agent_env.trajectory import ToolCallRecord, TurnRecord
 
 JUDGE = Judge(label="judge 'tone'", model="m", rubric="Polite: the reply thanks the guest.")
 TURNS = [

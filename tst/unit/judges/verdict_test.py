@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from agent_env.judges.settings import JudgeScale
-from agent_env.judges.verdict import MAX_REASON_CHARS, Verdict, VerdictError, read_verdict, read_verdicts
+from agent_env.judges._settings import JudgeScale
+from agent_env.judges._verdict import MAX_REASON_CHARS, Verdict, VerdictError, read_verdict, read_verdicts
 from tst.support.judge_answers import GARBAGE
 
 SCALE = JudgeScale(min=1, max=5)

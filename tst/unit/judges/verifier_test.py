@@ -14,7 +14,7 @@ import pytest
 
 from agent_env import EpisodeError, TurnResult
 from agent_env.judges import Judging
-from agent_env.judges.transcript import CLOSE, OPEN
+from agent_env.judges._transcript import CLOSE, OPEN
 from tst.support.judge_stand_in import API_KEY, MODEL, OBEYED, contains, scored_as_said, started
 from tst.support.serving import Serve
 from tst.unit.judges._play import KEY_VARIABLE, RUBRIC, judged_bundle, played

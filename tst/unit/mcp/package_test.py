@@ -31,7 +31,7 @@ def test_importing_the_mcp_session_without_the_extra_fails_naming_mcp(missing: s
 import sys
 sys.modules[{missing!r}] = None
 try:
-    import agent_env.mcp.env
+    import agent_env.mcp._env
 except ImportError as error:
     print(error)
 """

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent_env.mcp.schemas import MAX_SCHEMA_DEPTH, MAX_SCHEMA_VALUES, Checked, SchemaRefusedError, checked
+from agent_env.mcp._schemas import MAX_SCHEMA_DEPTH, MAX_SCHEMA_VALUES, Checked, SchemaRefusedError, checked
 from tst.support.mcp_server import SLOW_NAMES, SLOW_PATTERN, fan_out_schema
 from tst.support.waiting import WAIT_S
 

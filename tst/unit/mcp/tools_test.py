@@ -15,8 +15,8 @@ from mcp import types
 
 from agent_env import Episode, EpisodeError, EpisodeState, ErrorCode, load_bundle
 from agent_env.mcp import McpServerConfig
-from agent_env.mcp.schemas import MAX_SCHEMA_VALUES
-from agent_env.mcp.tools import listed_tools
+from agent_env.mcp._schemas import MAX_SCHEMA_VALUES
+from agent_env.mcp._tools import listed_tools
 from tst.support.mcp_bundles import a_notes_task, hostile_server, notes_bundle
 from tst.support.mcp_server import SHAPED_CODE, SLOW_PATTERN, fan_out_schema
 

@@ -15,11 +15,11 @@ from starlette.routing import Route
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect as connect_websocket
 
+from agent_env._error_types import BundleError
 from agent_env._errors import ArgumentError
 from agent_env._origins import ALLOWED_HOSTS_VARIABLE
-from agent_env.errors import BundleError
 from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer, build_served_app, resolve_token
-from agent_env.openenv.serve import exposure_warning, serve as agent_env_serve
+from agent_env.openenv._serve import exposure_warning, serve as agent_env_serve
 from agent_env.testing import FakeTask, fake_served
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate

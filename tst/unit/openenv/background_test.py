@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent_env.errors import AgentEnvError, TimedOutError
+from agent_env._error_types import AgentEnvError, TimedOutError
 from agent_env.testing import FakeTask, fake_served
 from tst.support.waiting import until
 

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_env.openenv.bodies import MAX_BODY_BYTES
+from agent_env.openenv._bodies import MAX_BODY_BYTES
 from agent_env.testing import FakeTask
 from tst.support.raw_http import answer_of, chunked, request_head, sent_until_answered
 from tst.support.serving import Serve

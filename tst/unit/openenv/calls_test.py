@@ -10,8 +10,8 @@ from typing import TypeVar
 
 import pytest
 
-from agent_env.errors import ErrorCode
-from agent_env.openenv.calls import CURRENT_LINK, LONG_S, ClientLink, InterruptedCallError, run_call
+from agent_env._error_types import ErrorCode
+from agent_env.openenv._calls import CURRENT_LINK, LONG_S, ClientLink, InterruptedCallError, run_call
 
 pytestmark = pytest.mark.needs("openenv_installed")
 

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_env.episode import EpisodeState
+from agent_env._episode import EpisodeState
 from agent_env.openenv import (
     DEFAULT_MAX_CONCURRENT_ENVS,
     AgentEnvAction,

@@ -1,4 +1,4 @@
-"""The bounds on a server's connections (`agent_env.openenv.connections`), piece by piece: the limits
+"""The bounds on a server's connections (`agent_env.openenv._connections`), piece by piece: the limits
 a capacity and a descriptor limit give, whose a connection is, the flood log, and each bound as a
 client meets it on a real server on loopback (the reliability tier floods them)."""
 
@@ -19,8 +19,13 @@ import httpx
 import pytest
 
 from agent_env._errors import ArgumentError
-from agent_env.openenv import BackgroundServer, ConnectionLimits, build_served_app, connections
-from agent_env.openenv.connections import (
+from agent_env.openenv import (
+    BackgroundServer,
+    ConnectionLimits,
+    _connections as connections,
+    build_served_app,
+)
+from agent_env.openenv._connections import (
     DEFAULT_MAX_CONNECTIONS,
     ConnectionGuard,
     FloodLog,
@@ -125,7 +130,7 @@ def test_the_descriptor_limit_is_raised_toward_its_target_as_far_as_the_hard_lim
     code = (
         "import resource\n"
         f"resource.setrlimit(resource.RLIMIT_NOFILE, ({soft}, {hard}))\n"
-        "from agent_env.openenv.connections import raise_descriptor_limit\n"
+        "from agent_env.openenv._connections import raise_descriptor_limit\n"
         f"print(raise_descriptor_limit({target}), *resource.getrlimit(resource.RLIMIT_NOFILE))\n"
     )
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from agent_env import Tool
-from agent_env.episode import EpisodeState
+from agent_env._episode import EpisodeState
 from agent_env.openenv import AgentEnvAction
 from agent_env.testing import FakeTask, Gate, calls
 from tst.support.serving import Connect, Serve

@@ -1,4 +1,4 @@
-"""The server's options are defined once (`agent_env.server_options`), and the four entry points agree on
+"""The server's options are defined once (`agent_env._server_options`), and the four entry points agree on
 them: `build_app`, `serve`, `AgentEnv.local` and `agent-env serve` each take every option, by the same
 name, with the one default, and refuse a name that is none of them, naming the nearest."""
 
@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from agent_env._error_types import AgentEnvError
+from agent_env._server_options import ServeOptions, ServerOptions, doc, from_flags, options_of
 from agent_env.cli import _parser
-from agent_env.errors import AgentEnvError
 from agent_env.openenv import build_app, serve
-from agent_env.server_options import ServeOptions, ServerOptions, doc, from_flags, options_of
 from tst.support.wharf import WHARF
 
 pytestmark = pytest.mark.needs("openenv_installed")
@@ -65,7 +65,7 @@ def test_build_app_refuses_what_is_no_option_or_no_value_of_one_saying_what_to_p
 def test_serve_takes_every_serve_option_at_its_default_and_hands_the_server_s_to_build_app(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    module = importlib.import_module("agent_env.openenv.serve")
+    module = importlib.import_module("agent_env.openenv._serve")
     built: list[ServerOptions] = []
     real = module.build_app
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from agent_env import TrajectoryRecorder, read_trajectories
+from agent_env._trajectory_recorder import Redaction
 from agent_env.openenv import build_app, build_served_app
 from agent_env.testing import FakeTask, fake_served
 from agent_env.training.trl import AgentEnv
-from agent_env.trajectory_recorder import Redaction
 from tst.support.bundles import TOML, make_bundle
 from tst.support.metrics import scrape
 from tst.support.serving import Connect, Serve

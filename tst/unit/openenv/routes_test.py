@@ -27,8 +27,8 @@ from agent_env.openenv import (
     BackgroundServer,
     build_app,
 )
-from agent_env.openenv.context import ServerContext
-from agent_env.openenv.sessions import SessionServer
+from agent_env.openenv._context import ServerContext
+from agent_env.openenv._sessions import SessionServer
 from agent_env.testing import FakeTask, fake_served
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate
@@ -90,7 +90,7 @@ def test_every_route_openenv_registers_is_either_served_or_listed_with_why_it_is
 
     assert registered - set(SERVED_ROUTES) - set(NOT_SERVED_ROUTES) == set(), (
         "OpenEnv registers routes nobody has reviewed: decide whether each may be served (does it make "
-        "a session?) and add it to SERVED_ROUTES or NOT_SERVED_ROUTES in agent_env/openenv/app.py"
+        "a session?) and add it to SERVED_ROUTES or NOT_SERVED_ROUTES in agent_env/openenv/_app.py"
     )
     assert set(SERVED_ROUTES) & set(NOT_SERVED_ROUTES) == set()
     assert all(why.strip() for why in [*SERVED_ROUTES.values(), *NOT_SERVED_ROUTES.values()])
@@ -126,7 +126,7 @@ def test_a_route_a_newer_openenv_would_add_is_not_served_and_the_log_says_it_was
     assert sessions(server) == NO_SESSIONS
     assert [record.getMessage() for record in caplog.records] == [
         "not serving POST /sessions/open: OpenEnv registers it and nobody has reviewed it "
-        "(SERVED_ROUTES in agent_env.openenv.app)"
+        "(SERVED_ROUTES in agent_env.openenv._app)"
     ]
 
 

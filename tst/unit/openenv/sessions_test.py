@@ -12,7 +12,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect as connect_websocket
 
 from agent_env.openenv import BackgroundServer, build_served_app
-from agent_env.openenv.sessions import ATTACH_REFUSED
+from agent_env.openenv._sessions import ATTACH_REFUSED
 from agent_env.testing import FakeTask, calls, fake_served
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate

@@ -22,9 +22,9 @@ import httpx
 import pytest
 from websockets.sync.client import connect as connect_ws
 
-from agent_env.episode import EpisodeState
+from agent_env._episode import EpisodeState
 from agent_env.openenv import AgentEnvAction, AgentEnvEnvironment, build_app, build_served_app
-from agent_env.openenv.episode_session import EpisodeSession
+from agent_env.openenv._episode_session import EpisodeSession
 from agent_env.sandbox import LocalSandboxProvider
 from agent_env.testing import FakeTask, Gate, fake_served
 from tst.support.serving import Connect, Serve

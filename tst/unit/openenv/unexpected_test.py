@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from agent_env.episode import Episode, EpisodeState
+from agent_env._episode import Episode, EpisodeState
+from agent_env._served import ServedTask
 from agent_env.openenv import AgentEnvAction, build_served_app
-from agent_env.openenv.context import ServerContext
-from agent_env.openenv.episode_session import EpisodeSession
-from agent_env.served import ServedTask
+from agent_env.openenv._context import ServerContext
+from agent_env.openenv._episode_session import EpisodeSession
 from agent_env.testing import FakeTask, fake_served
 from tst.support.serving import Connect, Serve
 from tst.support.tools import add_crate

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agent_env import CommandResult
-from agent_env.errors import SandboxUnavailableError
-from agent_env.sandbox import LocalSandbox, LocalSandboxProvider, bubblewrap
+from agent_env._error_types import SandboxUnavailableError
+from agent_env.sandbox import LocalSandbox, LocalSandboxProvider, _bubblewrap as bubblewrap
 from tst.support.waiting import eventually, running
 from tst.unit.sandbox._local import in_sandbox, run
 

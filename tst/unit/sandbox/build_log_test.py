@@ -3,7 +3,7 @@ codes, a tool's retries as one line with their count, within a bound whatever th
 
 from __future__ import annotations
 
-from agent_env.sandbox.build_log import MAX_LINE_CHARS, MAX_LINES, BuildLog
+from agent_env.sandbox._build_log import MAX_LINE_CHARS, MAX_LINES, BuildLog
 
 RED, BOLD, RESET = "\x1b[31m", "\x1b[1m", "\x1b[0m"
 RETRY = (

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from agent_env.errors import BundleError, SandboxUnavailableError
-from agent_env.loading import load_bundle
+from agent_env._error_types import BundleError, SandboxUnavailableError
+from agent_env._loading import load_bundle
 from agent_env.sandbox import (
     ImageBuildError,
     SandboxConfig,
+    _docker_image as image_module,
+    _registry as registry,
     build_sandbox_image,
-    docker_image as image_module,
-    registry,
     sandbox_provider,
 )
 from tst.support.bundles import TOML, make_bundle

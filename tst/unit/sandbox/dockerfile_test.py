@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_env.sandbox.dockerfile import base_images
+from agent_env.sandbox._dockerfile import base_images
 
 
 def test_a_dockerfile_builds_on_the_image_its_from_names():

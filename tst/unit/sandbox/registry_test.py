@@ -7,7 +7,7 @@ import re
 import pytest
 
 from agent_env.sandbox import LocalSandboxProvider, SandboxConfig
-from agent_env.sandbox.registry import server_provider
+from agent_env.sandbox._registry import server_provider
 
 
 def test_a_warm_pool_asked_of_a_local_sandbox_is_an_error_that_says_what_to_do() -> None:

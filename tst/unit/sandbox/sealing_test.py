@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_env.errors import ErrorCode
-from agent_env.sandbox.sealing import (
+from agent_env._error_types import ErrorCode
+from agent_env.sandbox._sealing import (
     ADDED,
     CHANGED,
     DELETED,

@@ -15,7 +15,7 @@ import pytest
 
 from agent_env import CommandResult
 from agent_env.sandbox import LocalSandbox
-from agent_env.sandbox.shell import DRIVER, SHELL_NAME, Shell
+from agent_env.sandbox._shell import DRIVER, SHELL_NAME, Shell
 from tst.support.waiting import eventually, running
 from tst.unit.sandbox._local import ISOLATIONS, in_sandbox, run
 

@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from agent_env.contexts import VerifierContext
+from agent_env._contexts import VerifierContext
 from agent_env.testing import FakeTask, calls
 from agent_env.training.trl import AgentEnv
 from tst.support.tools import add_crate, jam_crane, list_crates

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-import agent_env.curriculum
-from agent_env.client.taskapi import TaskAPI
-from agent_env.curriculum import CurriculumPolicy
-from agent_env.specs import CurriculumDraw, CurriculumScore
+import agent_env._curriculum
+from agent_env._curriculum import CurriculumPolicy
+from agent_env._specs import CurriculumDraw, CurriculumScore
+from agent_env.client._taskapi import TaskAPI
 from agent_env.training.trl import CurriculumError, OnlineCurriculum, score_batch
-from agent_env.training.trl.curriculum import STATE_FILE, holder
+from agent_env.training.trl._curriculum import STATE_FILE, holder
 from tst.support.metrics import scrape
 from tst.support.serving import Serve
 from tst.unit.training._trl import Open, dock_task
@@ -173,7 +173,7 @@ def test_a_score_for_a_group_the_server_never_drew_is_refused(serve: Serve, open
 def test_a_group_s_scores_past_what_a_group_takes_are_refused_409_saying_so(
     serve: Serve, open_env: Open, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(agent_env.curriculum, "MAX_GROUP_SCORES", 3)
+    monkeypatch.setattr(agent_env._curriculum, "MAX_GROUP_SCORES", 3)
     env = open_env(serve({"train": tasks()}).url)
     curriculum = env.curriculum(rows=4)
     server = holder(env._fleet.settings)

@@ -24,7 +24,7 @@ from agent_env.training.trl import (
     FleetSettings,
     ServerUnavailableError,
     ToolCallError,
-    fleet as fleet_module,
+    _fleet as fleet_module,
 )
 from tst.support.addresses import answer_names, free_port_on
 from tst.support.bundles import a_task, make_bundle

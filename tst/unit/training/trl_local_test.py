@@ -1,5 +1,5 @@
 """`AgentEnv.local` takes the server's options as `build_app` does (their one definition,
-`agent_env.server_options`) and AgentEnv's own beside them, restating neither; a keyword that is
+`agent_env._server_options`) and AgentEnv's own beside them, restating neither; a keyword that is
 neither is refused, naming the nearest, before anything is built."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 import agent_env.openenv
-from agent_env.errors import AgentEnvError
-from agent_env.server_options import ServerOptions
+from agent_env._error_types import AgentEnvError
+from agent_env._server_options import ServerOptions
 from agent_env.training.trl import AgentEnv
-from agent_env.training.trl.local import local_app
+from agent_env.training.trl._local import local_app
 from tst.support.wharf import WHARF
 
 pytestmark = pytest.mark.needs("trl_installed")

@@ -36,15 +36,15 @@ SHARED_WITH_THE_SERVER = {
     "agent_env._private.openenv_core",
     "agent_env._private.threading_exit",
     "agent_env._unicode",
-    "agent_env.curriculum",
-    "agent_env.errors",
-    "agent_env.names",
-    "agent_env.specs",
+    "agent_env._curriculum",
+    "agent_env._error_types",
+    "agent_env._names",
+    "agent_env._specs",
     "agent_env.openenv",
     "agent_env.openenv._require",
 }
 """agent_env's modules the trainer's side may load besides its own and the client's: what the wire
-contract (`agent_env.client.wire`) stands on (its error codes, their root and the name rules), the
+contract (`agent_env.client._wire`) stands on (its error codes, their root and the name rules), the
 package inits above it, the fences of what it relies on, the deadlines both sides keep, the online
 curriculum's policy (its knobs, which the trainer chooses and the server runs: plain data and
 arithmetic, no engine), and the server package's init with its check of OpenEnv's version, which
@@ -78,7 +78,7 @@ def test_importing_agent_env_training_trl_loads_no_module_of_agent_env_s_server_
     loaded = set(python(code).split())
 
     offenders = sorted(m for m in loaded - SHARED_WITH_THE_SERVER if not m.startswith(TRAINER_SIDE))
-    assert {"agent_env.training.trl", "agent_env.client.wire"} <= loaded
+    assert {"agent_env.training.trl", "agent_env.client._wire"} <= loaded
     assert offenders == [], f"importing agent_env.training.trl loaded {', '.join(offenders)}"
 
 
@@ -89,18 +89,18 @@ def test_every_name_the_extra_exports_exists() -> None:
 READING_RESULTS = {
     "agent_env.eval",
     "agent_env.eval._require",
-    "agent_env.eval.passk",
-    "agent_env.eval.results",
+    "agent_env.eval._passk",
+    "agent_env.eval._results",
     "agent_env._table",
-    "agent_env.trajectory",
-    "agent_env.events",
+    "agent_env._trajectory",
+    "agent_env._events",
 }
 """What reading eval results (`tasks_with_signal`) adds: the results' models, the trajectory's schema."""
 
 
 def test_reading_eval_results_on_the_trainer_s_side_loads_no_module_of_the_server_or_engine() -> None:
     code = (
-        "import sys, agent_env.training.trl, agent_env.eval.results\n"
+        "import sys, agent_env.training.trl, agent_env.eval._results\n"
         "print(*(m for m in sys.modules if m.startswith('agent_env')))"
     )
 

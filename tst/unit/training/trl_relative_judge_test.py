@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent_env.training.trl import TASK_OVER, GroupAcrossServersWarning, score_batch
-from agent_env.training.trl.batch import MAX_GROUP_SIZE, groups_of
+from agent_env.training.trl._batch import MAX_GROUP_SIZE, groups_of
 from tst.support.judge_stand_in import API_KEY, JudgeStandIn, contains
 from tst.support.serving import Serve
 from tst.unit.judges._play import KEY_VARIABLE, judged_bundle
@@ -78,7 +78,7 @@ def test_consecutive_rollouts_of_one_task_on_one_server_are_a_group_and_the_rest
 def test_a_group_across_servers_is_judged_alone_and_a_warning_says_so_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("agent_env.training.trl.batch._warned_across", False)
+    monkeypatch.setattr("agent_env.training.trl._batch._warned_across", False)
     spread = [("http://a", "train", 0), ("http://b", "train", 0)]
 
     with pytest.warns(

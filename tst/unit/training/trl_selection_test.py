@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent_env.eval import evaluate
-from agent_env.eval.results import EvalResult
+from agent_env.eval._results import EvalResult
 from agent_env.training.trl import EvalResultsError, tasks_with_signal
 from tst.support.outcomes import Outcome, OutcomePolicy, outcome_tasks
 from tst.support.serving import Serve

@@ -13,12 +13,12 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import Field
 
-from agent_env.client.deadlines import Deadlines
-from agent_env.client.signatures import tool_signature
-from agent_env.loading import load_bundle
-from agent_env.tools import Tool
+from agent_env._loading import load_bundle
+from agent_env._tools import Tool
+from agent_env.client._deadlines import Deadlines
+from agent_env.client._signatures import tool_signature
 from agent_env.training.trl import FleetSettings, ToolsetSettings, UnsupportedToolError
-from agent_env.training.trl.classes import environment_class
+from agent_env.training.trl._classes import environment_class
 from tst.support.wharf import WHARF
 from tst.unit.training._trl import trl_tools
 

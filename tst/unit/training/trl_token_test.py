@@ -8,8 +8,8 @@ import httpx
 import pytest
 
 from agent_env import load_bundle
-from agent_env.client.session import SessionClient
-from agent_env.contexts import VerifierContext
+from agent_env._contexts import VerifierContext
+from agent_env.client._session import SessionClient
 from agent_env.openenv import TOKEN_VARIABLE, BackgroundServer, build_served_app
 from agent_env.testing import FakeTask, calls, fake_served
 from agent_env.training.trl import TASK_OVER, AgentEnv, ServerUnavailableError

@@ -11,7 +11,7 @@ import pytest
 
 from agent_env import EpisodeError, ErrorCode, TurnResult
 from agent_env.users import STOP
-from agent_env.users.chat import INSTRUCTIONS
+from agent_env.users._chat import INSTRUCTIONS
 from tst.support.bundles import a_task, make_bundle
 from tst.support.user_model_stand_in import API_KEY, MODEL, UserModelStandIn
 from tst.unit.users._play import played

@@ -23,7 +23,7 @@ def python(code: str) -> str:
 def test_importing_the_chat_user_without_the_extra_fails_naming_users() -> None:
     code = (
         WITHOUT_OPENAI
-        + "try:\n    import agent_env.users.chat\nexcept ImportError as error:\n    print(error)\n"
+        + "try:\n    import agent_env.users._chat\nexcept ImportError as error:\n    print(error)\n"
     )
 
     printed = python(code)

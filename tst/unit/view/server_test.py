@@ -313,7 +313,7 @@ def test_the_viewer_names_a_function_verifier_by_its_function_not_as_function(tm
     import asyncio
 
     from agent_env import Episode, load_bundle
-    from agent_env.episode_trajectory import trajectory_of
+    from agent_env._episode_trajectory import trajectory_of
     from tst.support.bundles import a_task, make_bundle
 
     root = make_bundle(
