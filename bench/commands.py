@@ -33,8 +33,7 @@ _OLD_POLL_S = 0.01
 
 async def through_episode(provider: Any, count: int) -> list[float]:
     """Seconds per `bash true` of one episode's `count` commands, through `Episode.call_tool`."""
-    from agent_env import Episode
-    from agent_env import load_bundle
+    from agent_env import Episode, load_bundle
 
     episode = Episode(load_bundle(BUNDLE).splits["train"][SHELL_TASK], provider=provider)
     await episode.deploy()

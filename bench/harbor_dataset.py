@@ -109,8 +109,7 @@ def replayed(bundle: Any, concurrency: int) -> tuple[float, int]:
     how many plays did not score 1."""
     import docker
 
-    from agent_env import Episode
-    from agent_env import replay_many
+    from agent_env import Episode, replay_many
 
     tasks = bundle.tasks("train")
     solutions = bundle.solutions["train"]
