@@ -57,7 +57,6 @@ RECIPE = replace(
     max_tool_calling_iterations=4,
     eval_batch=1,
     eval_concurrency=4,
-    gradient_checkpointing=False,
 )
 """SFT long enough for the step-ordered model to copy a name and a number it never saw (its held-out
 score jumps between steps 250 and 400); half the reference plays reply naming no value, which SFT
