@@ -99,7 +99,7 @@ def add_parser(commands: Any) -> None:
         type=_seconds,
         metavar="SECONDS",
         help="each request to the endpoint has this long in all, its retries and its answer's body "
-        "included; past it, the sample is an error (default: 300)",
+        f"included; past it, the sample is an error (default: {_DEFAULTS['request_timeout']:g})",
     )
     add_token_options(parser, "the agent_env server's bearer token (default: $AGENTENV_TOKEN, if set)")
     add_skip_option(parser)
@@ -107,7 +107,9 @@ def add_parser(commands: Any) -> None:
 
 
 _DEFAULTS: dict[str, Any] = {"max_new_tokens": 512, "batch": 1, "max_retries": 3, "request_timeout": 300.0}
-"""The model's options that have a default: None when not given, so that --policy can refuse them."""
+"""The model's options that have a default: None when not given, so that --policy can refuse them.
+The policies' own defaults, written here because their modules import openai or torch, which building
+the parser must not (tst/unit/cli/eval_defaults_test.py holds them equal)."""
 _MODEL_OPTIONS = ("model_url", "api_key_env", "temperature", *_DEFAULTS)
 
 

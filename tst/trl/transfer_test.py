@@ -44,7 +44,7 @@ from examples.depot.generate import UNDEMONSTRATED, WORDINGS, labels, make_split
 
 RECIPE = replace(
     Recipe(),
-    sft_steps=400,
+    sft_steps=600,
     grpo_steps=40,
     grpo_batch=32,
     generations=8,
