@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -203,3 +204,20 @@ def test_each_benchmark_of_a_private_primitive_does_import_one() -> None:
     ]
 
     assert needless == [], "it imports nothing private: take it out of BENCH_OF_PRIVATE_PRIMITIVES"
+
+
+@pytest.mark.needs(*capabilities.PACKAGE_EXTRAS)
+def test_every_package_and_public_module_that_exports_a_name_has_its_page_in_the_api_reference() -> None:
+    exporting = {
+        name
+        for name in apis()
+        if not is_private(name) and getattr(importlib.import_module(name), "__all__", [])
+    }
+    pages = " ".join(
+        path.read_text(encoding="utf-8") for path in (REPOSITORY / "docs" / "reference" / "api").glob("*.md")
+    )
+    shown = set(re.findall(r"<!-- api (\S+) -->", pages)) | set(
+        re.findall(r"^::: (\S+)", pages, re.MULTILINE)
+    )
+
+    assert sorted(exporting - shown) == [], "add `<!-- api NAME -->` to a page of docs/reference/api/"
