@@ -25,6 +25,9 @@ from agent_env.view._folder import TrajectoryFolder
 
 log = logging.getLogger("agent_env.view")
 
+_STOP_POLL_S = 0.05
+"""How often the serving loop looks for `stop()`: socketserver's default, half a second, is what each
+stop would wait."""
 _PAGE = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/view.js": ("view.js", "text/javascript; charset=utf-8"),
@@ -62,13 +65,15 @@ class ViewServer:
 
     def serve_forever(self) -> None:
         try:
-            self._httpd.serve_forever()
+            self._httpd.serve_forever(_STOP_POLL_S)
         finally:
             self._httpd.server_close()
 
     def start(self) -> Self:
         """Serve on a thread of its own (tests, scripts); `stop` ends it."""
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="agent-env-view", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(_STOP_POLL_S,), name="agent-env-view", daemon=True
+        )
         self._thread.start()
         return self
 
