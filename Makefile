@@ -30,12 +30,15 @@ OWN_VENV := $(filter $(VENV_PYTHON),$(PYTHON))
 $(VENV_PYTHON):
 	$(BASE_PYTHON) -m venv $(VENV)
 
-# Exactly the lock, every file checked against its hash, wheels only (no build runs with tools the
-# lock does not pin); then the package itself, built by the locked setuptools; then pip's own check.
+# uv first, its entry of the lock installed by pip with its hashes checked; then, by uv, exactly the
+# lock, every file checked against its hash, wheels only (no build runs with tools the lock does not
+# pin): seconds where pip takes two to three minutes; then the package itself, built by the locked
+# setuptools; then the environment checked against its requirements.
 install: $(OWN_VENV)
-	$(PYTHON) -m pip install --require-hashes --only-binary :all: --find-links $(TORCH_WHEELS) -r $(LOCK)
-	$(PYTHON) -m pip install --no-deps --no-build-isolation --editable .
-	@$(PYTHON) -m pip check || { echo "make install: $(PYTHON)'s environment holds packages that \
+	$(PYTHON) -m tools.lock_entries uv | $(PYTHON) -m pip install --quiet --require-hashes --no-deps --only-binary :all: -r /dev/stdin
+	$(PYTHON) -m uv pip install --python $(PYTHON) --require-hashes --only-binary :all: --find-links $(TORCH_WHEELS) -r $(LOCK)
+	$(PYTHON) -m uv pip install --python $(PYTHON) --no-deps --no-build-isolation --editable .
+	@$(PYTHON) -m uv pip check --python $(PYTHON) || { echo "make install: $(PYTHON)'s environment holds packages that \
 	conflict with the lock (above); install into a virtualenv of its own: make install, with PYTHON unset" >&2; exit 1; }
 
 # Every other target needs the install; without it, this says so instead of a missing interpreter.
@@ -95,12 +98,13 @@ unit: installed
 # their own, made from the lock's entries for the core's dependencies and the test runner
 # (tools/core_lock.py), hashes checked; the extras' tests skip there, each naming its install line.
 # The virtualenv is remade when the lock or pyproject.toml changes.
-$(CORE_VENV)/.installed: $(LOCK) pyproject.toml tools/core_lock.py
+# uv, from the full install, installs it (the virtualenv gets no uv of its own).
+$(CORE_VENV)/.installed: $(LOCK) pyproject.toml tools/core_lock.py | installed
 	rm -rf $(CORE_VENV)
 	$(BASE_PYTHON) -m venv $(CORE_VENV)
 	$(BASE_PYTHON) -m tools.core_lock > $(CORE_VENV)/core.lock
-	$(CORE_PYTHON) -m pip install --quiet --require-hashes --only-binary :all: -r $(CORE_VENV)/core.lock
-	$(CORE_PYTHON) -m pip install --quiet --no-deps --no-build-isolation --editable .
+	$(PYTHON) -m uv pip install --quiet --python $(CORE_PYTHON) --require-hashes --only-binary :all: -r $(CORE_VENV)/core.lock
+	$(PYTHON) -m uv pip install --quiet --python $(CORE_PYTHON) --no-deps --no-build-isolation --editable .
 	@touch $@
 
 test-core: $(CORE_VENV)/.installed

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ from agent_env.training.trl import (  # noqa: E402
     tiny_model,
     tiny_tokenizer,
 )
-from examples.demo import Recipe, fine_tune, reinforce, scores  # noqa: E402
+from examples.demo import Recipe, fine_tune, measure, reinforce  # noqa: E402
 from tst.support.wharf import WHARF  # noqa: E402
 
 RECIPE = Recipe(
@@ -46,6 +47,11 @@ temperature 1.0 the same recipe went 21 -> 23 on one and 21 -> 20 on another; sa
 GRPO's rollouts near the greedy play the score is of."""
 
 
+def train_score(env: AgentEnv, model: Any, tokenizer: Any, out: Path) -> float:
+    """The greedy mean score on the train split: what GRPO trained on."""
+    return measure(env.url, model, tokenizer, RECIPE, out, split="train").mean_score or 0.0
+
+
 @pytest.mark.timeout(900)
 def test_grpo_through_agentenv_raises_the_train_score_of_a_tiny_model_warmed_up_by_sft(
     deterministic: None, tmp_path: Path
@@ -55,10 +61,10 @@ def test_grpo_through_agentenv_raises_the_train_score_of_a_tiny_model_warmed_up_
         tokenizer = tiny_tokenizer(rendered(demonstrations), vocab=RECIPE.vocab, isolate=RECIPE.isolate)
         model = tiny_model(tokenizer, hidden=RECIPE.hidden, layers=RECIPE.layers, seed=RECIPE.seed)
         fine_tune(model, tokenizer, demonstrations, RECIPE, tmp_path)
-        after_sft = scores(env.url, model, tokenizer, RECIPE, tmp_path, "sft")["train"]
+        after_sft = train_score(env, model, tokenizer, tmp_path / "sft")
 
         reinforce(model, tokenizer, env.dataset, env.factory, RECIPE, tmp_path)
-        after_grpo = scores(env.url, model, tokenizer, RECIPE, tmp_path, "grpo")["train"]
+        after_grpo = train_score(env, model, tokenizer, tmp_path / "grpo")
 
     assert 0.3 <= after_sft <= 0.8, "SFT cut short leaves the model some tasks to learn"
     assert after_grpo >= after_sft + MARGIN, (after_sft, after_grpo)

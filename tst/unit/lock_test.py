@@ -138,24 +138,51 @@ def test_make_lock_resolves_every_extra_with_the_pins_then_installs_it_and_write
     assert str(lockfile.PINS.relative_to(notices.ROOT)) in compile_line
     assert f"--output-file {lockfile.LOCK.relative_to(notices.ROOT)}" in compile_line
     assert "--generate-hashes" in compile_line
-    assert commands.index("pip install --require-hashes") < commands.index("tools.notices --output")
+    assert commands.index("pip install --python") < commands.index("tools.notices --output")
 
 
 def install_commands(python: str, commands: list[str]) -> list[str]:
     """What each of `make install`'s commands asks of `python`, checked to be that interpreter's."""
     assert all(c.startswith(f"{python} -m ") for c in commands), commands
-    return [c.removeprefix(f"{python} -m ") for c in commands]
+    return [
+        c.removeprefix(f"{python} -m ").replace(f"--python {python}", "--python PYTHON") for c in commands
+    ]
 
 
-def test_make_install_installs_exactly_the_lock_with_hashes_then_the_package_without_dependencies():
+def test_make_install_takes_uv_from_the_lock_then_installs_exactly_the_lock_with_hashes_then_the_package():
     commands = make_dry_run("install").splitlines()
 
     assert install_commands(sys.executable, commands) == [
-        f"pip install --require-hashes --only-binary :all: --find-links {_torch_wheels(commands[0])} "
-        f"-r {lockfile.LOCK.relative_to(notices.ROOT)}",
-        "pip install --no-deps --no-build-isolation --editable .",
-        f"pip check || {{ {_pip_check_advice(commands[2])}",
+        f"tools.lock_entries uv | {sys.executable} -m pip install --quiet --require-hashes --no-deps "
+        "--only-binary :all: -r /dev/stdin",
+        "uv pip install --python PYTHON --require-hashes --only-binary :all: "
+        f"--find-links {_torch_wheels(commands[1])} -r {lockfile.LOCK.relative_to(notices.ROOT)}",
+        "uv pip install --python PYTHON --no-deps --no-build-isolation --editable .",
+        f"uv pip check --python PYTHON || {{ {_pip_check_advice(commands[3])}",
     ]
+
+
+def test_the_lock_entry_make_install_takes_uv_from_is_uv_pinned_with_its_hashes():
+    entry = subprocess.run(
+        [sys.executable, "-m", "tools.lock_entries", "uv"], cwd=notices.ROOT, capture_output=True, text=True
+    )
+
+    assert entry.returncode == 0, entry.stderr
+    assert entry.stdout.startswith(f"uv=={lockfile.locked()['uv']} \\\n")
+    assert entry.stdout.count("--hash=sha256:") >= 1
+    assert "==" not in entry.stdout.split("\n", 1)[1]
+
+
+def test_a_lock_entry_the_lock_does_not_hold_is_an_error_that_says_to_run_make_lock():
+    entry = subprocess.run(
+        [sys.executable, "-m", "tools.lock_entries", "no-such-tool"],
+        cwd=notices.ROOT,
+        capture_output=True,
+        text=True,
+    )
+
+    assert (entry.returncode, entry.stdout) == (1, "")
+    assert "no-such-tool not in dev.lock: run make lock" in entry.stderr
 
 
 def test_make_install_first_makes_the_projects_own_virtualenv_and_installs_into_it(tmp_path: Path):
@@ -163,11 +190,11 @@ def test_make_install_first_makes_the_projects_own_virtualenv_and_installs_into_
     commands = make("--dry-run", "install", VENV=str(venv)).stdout.replace("\\\n", " ").splitlines()
 
     assert commands[0] == f"python3 -m venv {venv}"
-    assert len(install_commands(f"{venv}/bin/python", commands[1:])) == 3
+    assert len(install_commands(f"{venv}/bin/python", commands[1:])) == 4
 
 
 def test_make_install_names_the_fix_when_the_environment_conflicts_with_the_lock():
-    advice = _pip_check_advice(make_dry_run("install").splitlines()[2])
+    advice = _pip_check_advice(make_dry_run("install").splitlines()[3])
 
     assert "install into a virtualenv of its own: make install, with PYTHON unset" in advice
 
