@@ -33,11 +33,12 @@ $(VENV_PYTHON):
 # uv first, its entry of the lock installed by pip with its hashes checked; then, by uv, exactly the
 # lock, every file checked against its hash, wheels only (no build runs with tools the lock does not
 # pin): seconds where pip takes two to three minutes; then the package itself, built by the locked
-# setuptools; then the environment checked against its requirements.
+# setuptools; then the environment checked against its requirements. uv trusts the platform's
+# certificates (`--system-certs`), as pip does, not only those it was built with.
 install: $(OWN_VENV)
 	$(PYTHON) -m tools.lock_entries uv | $(PYTHON) -m pip install --quiet --require-hashes --no-deps --only-binary :all: -r /dev/stdin
-	$(PYTHON) -m uv pip install --python $(PYTHON) --require-hashes --only-binary :all: --find-links $(TORCH_WHEELS) -r $(LOCK)
-	$(PYTHON) -m uv pip install --python $(PYTHON) --no-deps --no-build-isolation --editable .
+	$(PYTHON) -m uv pip install --system-certs --python $(PYTHON) --require-hashes --only-binary :all: --find-links $(TORCH_WHEELS) -r $(LOCK)
+	$(PYTHON) -m uv pip install --system-certs --python $(PYTHON) --no-deps --no-build-isolation --editable .
 	@$(PYTHON) -m uv pip check --python $(PYTHON) || { echo "make install: $(PYTHON)'s environment holds packages that \
 	conflict with the lock (above); install into a virtualenv of its own: make install, with PYTHON unset" >&2; exit 1; }
 
@@ -50,7 +51,7 @@ installed:
 # whatever machine runs it; install it here; then regenerate the notices from what it installed.
 # Review both diffs (CONTRIBUTING.md). Needs uv, which the lock installs: `make install` first.
 lock: installed
-	$(PYTHON) -m uv pip compile --quiet pyproject.toml $(EXTRAS:%=--extra %) $(PINS) \
+	$(PYTHON) -m uv pip compile --quiet --system-certs pyproject.toml $(EXTRAS:%=--extra %) $(PINS) \
 		--python-version 3.11 --python-platform x86_64-manylinux_2_28 --only-binary :all: \
 		--find-links $(TORCH_WHEELS) --generate-hashes $(UPGRADE) --custom-compile-command "make lock" \
 		--output-file $(LOCK)
@@ -103,8 +104,8 @@ $(CORE_VENV)/.installed: $(LOCK) pyproject.toml tools/core_lock.py | installed
 	rm -rf $(CORE_VENV)
 	$(BASE_PYTHON) -m venv $(CORE_VENV)
 	$(BASE_PYTHON) -m tools.core_lock > $(CORE_VENV)/core.lock
-	$(PYTHON) -m uv pip install --quiet --python $(CORE_PYTHON) --require-hashes --only-binary :all: -r $(CORE_VENV)/core.lock
-	$(PYTHON) -m uv pip install --quiet --python $(CORE_PYTHON) --no-deps --no-build-isolation --editable .
+	$(PYTHON) -m uv pip install --quiet --system-certs --python $(CORE_PYTHON) --require-hashes --only-binary :all: -r $(CORE_VENV)/core.lock
+	$(PYTHON) -m uv pip install --quiet --system-certs --python $(CORE_PYTHON) --no-deps --no-build-isolation --editable .
 	@touch $@
 
 test-core: $(CORE_VENV)/.installed

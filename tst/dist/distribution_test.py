@@ -81,11 +81,15 @@ def installed(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Install
     pins.write_text("".join(f"{name}=={version}\n" for name, version in lockfile.locked().items()))
     work = tmp_path_factory.mktemp("elsewhere")
     clean = Installed(folder, work)
+    wanted = f"{built.wheel}[trl]"
+    uv_install = [sys.executable, "-m", "uv", "pip", "install", "--system-certs", "--only-binary", ":all:"]
     done = subprocess.run(
-        [sys.executable, "-m", "uv", "pip", "install", "--python", str(folder / "bin" / "python"),
-         "--only-binary", ":all:", "--constraint", str(pins), f"{built.wheel}[trl]"],
-        cwd=work, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [*uv_install, "--python", str(clean.folder / "bin" / "python"), "--constraint", str(pins), wanted],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return clean
 

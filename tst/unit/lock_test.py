@@ -138,7 +138,7 @@ def test_make_lock_resolves_every_extra_with_the_pins_then_installs_it_and_write
     assert str(lockfile.PINS.relative_to(notices.ROOT)) in compile_line
     assert f"--output-file {lockfile.LOCK.relative_to(notices.ROOT)}" in compile_line
     assert "--generate-hashes" in compile_line
-    assert commands.index("pip install --python") < commands.index("tools.notices --output")
+    assert commands.index("uv pip install --system-certs --python") < commands.index("tools.notices --output")
 
 
 def install_commands(python: str, commands: list[str]) -> list[str]:
@@ -155,9 +155,9 @@ def test_make_install_takes_uv_from_the_lock_then_installs_exactly_the_lock_with
     assert install_commands(sys.executable, commands) == [
         f"tools.lock_entries uv | {sys.executable} -m pip install --quiet --require-hashes --no-deps "
         "--only-binary :all: -r /dev/stdin",
-        "uv pip install --python PYTHON --require-hashes --only-binary :all: "
+        "uv pip install --system-certs --python PYTHON --require-hashes --only-binary :all: "
         f"--find-links {_torch_wheels(commands[1])} -r {lockfile.LOCK.relative_to(notices.ROOT)}",
-        "uv pip install --python PYTHON --no-deps --no-build-isolation --editable .",
+        "uv pip install --system-certs --python PYTHON --no-deps --no-build-isolation --editable .",
         f"uv pip check --python PYTHON || {{ {_pip_check_advice(commands[3])}",
     ]
 
