@@ -13,9 +13,10 @@ export PYTHON
 LOCK := requirements/dev.lock
 PINS := requirements/pins.in
 EXTRAS := dev openenv trl docker eval mcp users judge
-# Where torch's CPU build is found: this machine's disk; elsewhere PyTorch's CPU index, as
-# TORCH_WHEELS=https://download.pytorch.org/whl/cpu/torch/ (pip and uv read either as --find-links).
-TORCH_WHEELS ?= /opt/wheels
+# Where torch's CPU build is found: the folder LOCAL_TORCH_WHEELS when the machine has it (this one
+# does), else PyTorch's CPU index; TORCH_WHEELS=... names another (uv reads either as --find-links).
+LOCAL_TORCH_WHEELS ?= /opt/wheels
+TORCH_WHEELS ?= $(if $(wildcard $(LOCAL_TORCH_WHEELS)),$(LOCAL_TORCH_WHEELS),https://download.pytorch.org/whl/cpu/torch/)
 # `make lock` resolves the newest releases that fit; `make lock UPGRADE=` keeps the locked ones that still do.
 UPGRADE ?= --upgrade
 # `make test-core`'s virtualenv: the core alone and the test runner, at the lock's versions.

@@ -54,7 +54,8 @@ def run_steps(parsed: dict[Any, Any]) -> list[str]:
 
 def make(*args: str, **environment: str) -> subprocess.CompletedProcess[str]:
     """make, run in the checkout with the Makefile's variables from `environment` alone."""
-    inherited = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "VENV", "MAKEFLAGS")}
+    makefile_own = ("PYTHON", "VENV", "MAKEFLAGS", "TORCH_WHEELS", "LOCAL_TORCH_WHEELS")
+    inherited = {k: v for k, v in os.environ.items() if k not in makefile_own}
     return subprocess.run(
         ["make", "--no-print-directory", *args],
         cwd=notices.ROOT,
@@ -183,6 +184,20 @@ def test_a_lock_entry_the_lock_does_not_hold_is_an_error_that_says_to_run_make_l
 
     assert (entry.returncode, entry.stdout) == (1, "")
     assert "no-such-tool not in dev.lock: run make lock" in entry.stderr
+
+
+@pytest.mark.parametrize("has_folder", [True, False], ids=["folder", "no folder"])
+def test_make_install_takes_torch_from_the_machine_s_wheel_folder_if_it_has_one_else_from_pytorch_s_cpu_index(
+    tmp_path: Path, has_folder: bool
+):
+    folder = tmp_path / "wheels"
+    if has_folder:
+        folder.mkdir()
+
+    commands = make_dry_run("install", LOCAL_TORCH_WHEELS=str(folder)).splitlines()
+
+    expected = str(folder) if has_folder else "https://download.pytorch.org/whl/cpu/torch/"
+    assert _torch_wheels(commands[1]) == expected
 
 
 def test_make_install_first_makes_the_projects_own_virtualenv_and_installs_into_it(tmp_path: Path):
