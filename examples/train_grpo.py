@@ -4,9 +4,10 @@
     python examples/train_grpo.py --model Qwen/Qwen3-0.6B --steps 50 --bundle ./my-bundle
 
 The tiny model (about 100k parameters, built here by `agent_env.training.trl.tiny_model`, since
-nothing is downloaded here) is untrained: it writes noise, calls no tool, and scores 0 on every task. It shows the loop running
-end to end: rollouts reset on the server, the environment scores them (`get_reward`), GRPO steps.
-With `--model`, a real chat model that calls tools (Qwen3, say) learns from the same loop.
+nothing is downloaded here) is untrained: it writes noise, calls no tool, and scores 0 on every
+task. It shows the loop running end to end: rollouts reset on the server, the environment scores
+them (`get_reward`), GRPO steps. With `--model`, a real chat model that calls tools (Qwen3, say)
+learns from the same loop.
 
 The table printed after each step: the mean reward and its spread over the batch's rollouts, the
 share of GRPO groups whose rewards differ (`GroupsWithSignal`), tool calls and failed tool calls per
