@@ -3,11 +3,10 @@
     python examples/train_grpo.py                      # a tiny model built here, on the CPU, offline
     python examples/train_grpo.py --model Qwen/Qwen3-0.6B --steps 50 --bundle ./my-bundle
 
-The tiny model (about 100k parameters, built here by `agent_env.training.trl.tiny_model`, since
-nothing is downloaded here) is untrained: it writes noise, calls no tool, and scores 0 on every
-task. It shows the loop running end to end: rollouts reset on the server, the environment scores
-them (`get_reward`), GRPO steps. With `--model`, a real chat model that calls tools (Qwen3, say)
-learns from the same loop.
+The tiny model (about 100k parameters, built in this script, since nothing is downloaded here) is
+untrained: it writes noise, calls no tool, and scores 0 on every task. It shows the loop running
+end to end: rollouts reset on the server, the environment scores them (`get_reward`), GRPO steps.
+With `--model`, a real chat model that calls tools (Qwen3, say) learns from the same loop.
 
 The table printed after each step: the mean reward and its spread over the batch's rollouts, the
 share of GRPO groups whose rewards differ (`GroupsWithSignal`), tool calls and failed tool calls per
@@ -53,14 +52,50 @@ OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
 def tiny_model_and_tokenizer() -> tuple[Any, Any]:
-    """`agent_env.training.trl`'s tiny model, untrained: a 2-layer Qwen3 of width 64, and a byte-level
-    BPE tokenizer of 512 tokens with Qwen3's chat template, built offline from a few words."""
-    from agent_env.training.trl import tiny_model, tiny_tokenizer
+    """A 2-layer Qwen3 and a byte-level BPE tokenizer with Qwen's chat template, built offline.
 
-    tokenizer = tiny_tokenizer(
-        ["Store crate C12 in bay 3.", "The pantry holds flour and rice.", '{"name": "add_crate"}'], vocab=512
+    Not `agent_env.training.trl.tiny_tokenizer`'s: here the template's markers (`<tool_call>`, ...) are
+    plain added tokens, decoded into the text as a real Qwen3's are, which tst/trl/hf_policy_test.py's
+    unparseable completions rely on; that one trains them as special tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+    from trl.chat_template_utils import qwen3_chat_template
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    core = Tokenizer(models.BPE())
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=512, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
     )
-    return tiny_model(tokenizer, hidden=64, layers=2), tokenizer
+    core.train_from_iterator(
+        ["Store crate C12 in bay 3.", "The pantry holds flour and rice.", '{"name": "add_crate"}'], trainer
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>", padding_side="left"
+    )
+    tokenizer.add_tokens(
+        ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"]
+    )
+    tokenizer.chat_template = qwen3_chat_template
+    config = Qwen3Config(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=8192,
+        tie_word_embeddings=True,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=None,
+    )
+    model = Qwen3ForCausalLM(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model, tokenizer
 
 
 def grpo_config(output_dir: str, *, on_cpu: bool, **overrides: Any) -> Any:
