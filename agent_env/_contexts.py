@@ -11,18 +11,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_env._contracts.sandbox import CommandResult, Sandbox
 from agent_env._error_types import EpisodeError, ErrorCode
 from agent_env._threads import call_maybe_async
 from agent_env._tools import Tool
 from agent_env._verifiers import EnvInstance, ItemsCheck
-from agent_env.sandbox._base import CommandResult, Sandbox
 
 if TYPE_CHECKING:
+    from agent_env._contracts.judges import Judgements, Seat
     from agent_env._events import EpisodeEvent
     from agent_env._task import Task
     from agent_env._trajectory import TurnRecord
-    from agent_env.judges._groups import GroupSeat
-    from agent_env.judges._judging import Judging
 
 
 @dataclass(frozen=True)
@@ -37,10 +36,10 @@ class VerifierContext:
     sandbox: Sandbox | None = None
     events: Sequence[EpisodeEvent] = ()
     """What happened in the episode until its last turn ended, in order (`agent_env._events`)."""
-    judging: Judging | None = None
+    judging: Judgements | None = None
     """What a `judge` verifier asks through (the server's: its endpoint, cache and bounds); None: the
     process's own (`agent_env.judges._judging.default_judging`)."""
-    group_seat: GroupSeat | None = None
+    group_seat: Seat | None = None
     """The episode's place in its GRPO group, where a relative judge scores it beside the group's
     other rollouts; None: judged alone."""
 

@@ -23,6 +23,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from agent_env._contexts import UserContext, VerifierContext
+from agent_env._contracts.judges import GroupInvite, Judgements, Seat
+from agent_env._contracts.mcp import McpEnvDefinition
+from agent_env._contracts.registry import group_seat, sandbox_provider, start_server
+from agent_env._contracts.sandbox import OnHost, Sandbox, SandboxProvider
 from agent_env._env import Env, EnvDefinition
 from agent_env._error_types import ENDING_CODES, EpisodeError, ErrorCode
 from agent_env._errors import ArgumentError
@@ -43,14 +47,9 @@ from agent_env._threads import call_maybe_async, run_in_own_thread
 from agent_env._toolset import Shell, Toolset
 from agent_env._unicode import NOT_UNICODE, invalid_text, valid_data, valid_text
 from agent_env._verifiers import EnvInstance, Judgement, Verifier, aggregate, verifier_place
-from agent_env.mcp._definition import McpEnvDefinition
-from agent_env.sandbox._base import OnHost, Sandbox, SandboxProvider
-from agent_env.sandbox._registry import sandbox_provider
 
 if TYPE_CHECKING:
-    from agent_env.judges._groups import GroupInvite, GroupSeat
-    from agent_env.judges._judging import Judging
-    from agent_env.mcp._env import McpEnv
+    from agent_env._contracts.mcp import ServerEnv
 
 log = logging.getLogger("agent_env._episode")
 
@@ -113,7 +112,7 @@ class Episode:
         *,
         provider: SandboxProvider | str | None = None,
         listeners: Iterable[Listener] = (),
-        judging: Judging | None = None,
+        judging: Judgements | None = None,
     ) -> None:
         self.task = task
         self.judging = judging
@@ -341,14 +340,11 @@ class Episode:
         )
         return self.final
 
-    def _seat(self, group: GroupInvite | None) -> GroupSeat | None:
+    def _seat(self, group: GroupInvite | None) -> Seat | None:
         """The episode's seat in its group, when it has one and a relative judge to be judged by."""
         if group is None or not self.task.judged_in_groups:
             return None
-        from agent_env.judges._groups import seat
-        from agent_env.judges._judging import default_judging
-
-        return seat(self.judging or default_judging(), group, (self.task.split, self.task.index))
+        return group_seat(self.judging, group, (self.task.split, self.task.index))
 
     async def _seal(self) -> None:
         """Seal the sandbox for the verifiers that may run commands in it (`Sandbox.seal`): nothing the
@@ -481,14 +477,12 @@ class Episode:
     async def _start_server(self, env: McpEnvDefinition) -> None:
         """Start (stdio) or reach (HTTP) the server, in the sandbox's folder when it is on this host; the
         SDK (the `mcp` extra) is imported only here, at a deploy that has an MCP env."""
-        from agent_env.mcp._env import McpEnv
-
         folder = self._sandbox.root if isinstance(self._sandbox, OnHost) else None
-        self._envs[env.name] = await McpEnv.start(env, folder=folder, seed=self.task.seed.get(env.name))
+        self._envs[env.name] = await start_server(env, folder=folder, seed=self.task.seed.get(env.name))
 
     def _list_tools(self, servers: list[McpEnvDefinition]) -> None:
         """Take the tools the MCP envs' servers listed into the episode's toolset."""
-        listed = {env.name: cast("McpEnv", self._envs[env.name]).tools for env in servers}
+        listed = {env.name: cast("ServerEnv", self._envs[env.name]).tools for env in servers}
         try:
             self.toolset = self.task.toolset.with_tools(listed)
         except ValueError as exc:

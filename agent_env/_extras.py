@@ -6,6 +6,13 @@ import importlib
 import importlib.util
 from collections.abc import Iterable
 
+DISTRIBUTION = "agentenv-framework"
+
+
+def install_line(extra: str) -> str:
+    """The line that installs the extra called `extra`, as an error that needs it says."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
+
 
 def installed(name: str) -> bool:
     """Whether the module `name` is there to import, without importing it (a bundle's load asks, for

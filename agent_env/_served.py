@@ -13,15 +13,15 @@ from functools import partial
 from pathlib import Path
 
 from agent_env._bundle.reader import Bundle
+from agent_env._contracts.registry import sandbox_provider
+from agent_env._contracts.sandbox import SandboxProvider
 from agent_env._episode import Episode
 from agent_env._errors import ArgumentError
 from agent_env._loading import load_bundle
 from agent_env._specs import Solution, TaskSpec
 from agent_env._task import Task
 from agent_env.judges._judging import Judging
-from agent_env.sandbox._base import SandboxProvider
 from agent_env.sandbox._by_task import SandboxesByTask
-from agent_env.sandbox._registry import sandbox_provider
 
 
 @dataclass(frozen=True)

@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from agent_env._contracts.registry import sandbox_names
 from agent_env._errors import ArgumentError, ArgumentTypeError
 from agent_env._nearest import did_you_mean
 from agent_env._trajectory_recorder import DEFAULT_MAX_MB
 from agent_env.judges._judging import CACHE_VARIABLE, KEY_VARIABLE, MODEL_VARIABLE, URL_VARIABLE
-from agent_env.sandbox._registry import PROVIDERS
 
 if TYPE_CHECKING:
-    from agent_env.sandbox._base import SandboxProvider
+    from agent_env._contracts.sandbox import SandboxProvider
 
 DEFAULT_MAX_CONCURRENT_ENVS = 64
 """Sessions one server holds at once unless `max_concurrent_envs=` or `MAX_CONCURRENT_ENVS` says otherwise."""
@@ -69,7 +69,7 @@ class ServerOptions:
         default=None,
         metadata=about(
             "the sandbox provider, by name (or, from Python, a SandboxProvider) (default: the bundle's)",
-            Flag("--sandbox", choices=PROVIDERS),
+            Flag("--sandbox", choices=sandbox_names()),
         ),
     )
     warm: int | None = field(

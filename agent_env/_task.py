@@ -13,6 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_env._contracts.judges import JudgeConfig
+from agent_env._contracts.mcp_settings import McpServerConfig
+from agent_env._contracts.sandbox_settings import SandboxConfig
+from agent_env._contracts.users import User, UserSpec
 from agent_env._specs import (
     DEFAULT_ROLE,
     AccessChange,
@@ -21,11 +25,6 @@ from agent_env._specs import (
 )
 from agent_env._toolset import Toolset
 from agent_env._verifiers import BashCheck, Verifier, VerifierSpec
-from agent_env.judges._settings import JudgeConfig
-from agent_env.mcp._config import McpServerConfig
-from agent_env.sandbox._config import SandboxConfig
-from agent_env.users._settings import UserSpec
-from agent_env.users._simulated import SimulatedUser
 
 
 class _Strict(BaseModel):
@@ -120,7 +119,7 @@ class Task:
     files: Mapping[str, bytes] = field(default_factory=dict, repr=False)
     sandbox_settings: SandboxConfig = field(default_factory=SandboxConfig)
     """The bundle's `[sandbox]` settings (a sandbox itself is made per episode, by a provider)."""
-    user: SimulatedUser | None = None
+    user: User | None = None
     """Who writes the turns after `turns`, if anyone: the task ends when it has no more to say."""
     time_limit_s: float | None = None
     """How long the agent has from the deploy on (a Harbor task's [agent] timeout_sec): a command

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from agent_env._contracts.mcp import McpEnvDefinition, ServerTool
+from agent_env._contracts.sandbox import KILL_MARGIN_S, Sandbox
+from agent_env._contracts.sandbox_settings import SandboxConfig
 from agent_env._env import EnvDefinition
 from agent_env._error_types import EpisodeError, ErrorCode
 from agent_env._errors import ArgumentError
@@ -27,10 +30,6 @@ from agent_env._specs import (
 )
 from agent_env._tools import Tool
 from agent_env._verifiers import EnvInstance
-from agent_env.mcp._definition import McpEnvDefinition
-from agent_env.mcp._tools import McpTool
-from agent_env.sandbox._base import KILL_MARGIN_S, Sandbox
-from agent_env.sandbox._config import SandboxConfig
 
 
 @dataclass(frozen=True)
@@ -71,7 +70,7 @@ def toolset_name(envs: Sequence[str], role: str, access: Sequence[AccessChange],
 
 AnyEnvDefinition = EnvDefinition | McpEnvDefinition
 """An env of a bundle: a Python class, or an MCP server."""
-AnyTool = Tool | McpTool
+AnyTool = Tool | ServerTool
 """A tool of an env: a method of a Python env, or one an MCP server lists."""
 
 
@@ -97,7 +96,7 @@ class Toolset:
         """Whether every env's tools are known (an MCP env's only once its server listed them)."""
         return all(env.tools is not None for env in self.envs)
 
-    def with_tools(self, tools: Mapping[str, tuple[McpTool, ...]]) -> Toolset:
+    def with_tools(self, tools: Mapping[str, tuple[ServerTool, ...]]) -> Toolset:
         """The toolset with the tools each MCP env's server listed (env name -> tools); ValueError
         naming each problem: an access change naming a tool no env of its scope has, or two envs'
         tools of one name."""
@@ -176,7 +175,7 @@ class Toolset:
     def env_tools(self) -> tuple[tuple[AnyEnvDefinition, AnyTool], ...]:
         """Every env tool the role may call after the access changes, in env then definition order (an
         MCP env's in the order its server listed them); none of an env whose tools are not yet known,
-        nor an MCP tool the bundle refused (`McpTool.refused`)."""
+        nor an MCP tool the bundle refused (`ServerTool.refused`)."""
         allowed: list[tuple[AnyEnvDefinition, AnyTool]] = []
         for env in self.envs:
             for tool in env.tools or ():
@@ -264,5 +263,5 @@ class Toolset:
 
 
 def _refused(tool: AnyTool | None) -> str | None:
-    """Why an MCP server's tool is not offered (`McpTool.refused`); None for any other tool."""
-    return tool.refused if isinstance(tool, McpTool) else None
+    """Why an MCP server's tool is not offered (`ServerTool.refused`); None for any other tool."""
+    return None if tool is None or isinstance(tool, Tool) else tool.refused

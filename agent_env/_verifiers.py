@@ -19,21 +19,20 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, TypeAlias, 
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agent_env._contracts.judges import Judge, JudgeFields, Judgements, Seat
+from agent_env._contracts.registry import judge_episode
+from agent_env._contracts.sandbox import CommandResult
 from agent_env._error_types import EpisodeError, ErrorCode
 from agent_env._errors import ArgumentError
 from agent_env._output_tail import output_tail
 from agent_env._threads import call_maybe_async
-from agent_env.judges._settings import Judge, JudgeFields
-from agent_env.sandbox._base import CommandResult
 
 if TYPE_CHECKING:
+    from agent_env._contracts.mcp import ServerEnv
     from agent_env._env import Env
     from agent_env._trajectory import TurnRecord
-    from agent_env.judges._groups import GroupSeat
-    from agent_env.judges._judging import Judging
-    from agent_env.mcp._env import McpEnv
 
-EnvInstance: TypeAlias = "Env | McpEnv"
+EnvInstance: TypeAlias = "Env | ServerEnv"
 """One episode's env: an instance of a Python env's class, or a session with an MCP env's server."""
 
 
@@ -147,10 +146,10 @@ class ScoringContext(Protocol):
     def turns(self) -> list[TurnRecord]: ...
 
     @property
-    def judging(self) -> Judging | None: ...
+    def judging(self) -> Judgements | None: ...
 
     @property
-    def group_seat(self) -> GroupSeat | None: ...
+    def group_seat(self) -> Seat | None: ...
 
 
 @dataclass(frozen=True)
@@ -231,22 +230,15 @@ class Verifier:
     async def _judged(self, context: ScoringContext) -> Judgement:
         """The judge's verdict: its score normalised, its raw score the component `judge_score`, its
         reason the detail; a judge that gives none leaves the episode unscorable (VERIFIER_FAILED)."""
-        from agent_env.judges._judging import JudgeError, default_judging
-        from agent_env.judges._transcript import transcript_of
-
         judge = self.judged_by
         assert judge is not None, "load_bundle resolves a judge verifier's judge"
-        judging = context.judging or default_judging()
-        transcript = transcript_of(context.system_prompt, context.turns, judge.reads)
-        seat = context.group_seat if judge.relative else None
-        together = 1
-        try:
-            if seat is not None:
-                verdict, together = await seat.verdict(judge, transcript)
-            else:
-                verdict = await judging.verdict(judge, transcript)
-        except JudgeError as exc:
-            raise EpisodeError(ErrorCode.VERIFIER_FAILED, f"{exc}: the episode is unscorable") from None
+        verdict, together = await judge_episode(
+            judge,
+            judging=context.judging,
+            system_prompt=context.system_prompt,
+            turns=context.turns,
+            seat=context.group_seat if judge.relative else None,
+        )
         components = {JUDGE_SCORE: float(verdict.score)}
         if together > 1:
             components[JUDGE_GROUP] = float(together)

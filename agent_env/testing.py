@@ -19,6 +19,7 @@ from functools import partial
 from typing import Any
 
 from agent_env._contexts import VerifierContext
+from agent_env._contracts.sandbox import CommandResult, Sandbox
 from agent_env._env import Env, EnvDefinition
 from agent_env._episode import Episode, EpisodeState
 from agent_env._events import EpisodeEvent, ToolCalled, TornDown
@@ -29,7 +30,6 @@ from agent_env._threads import call_maybe_async
 from agent_env._tools import Tool
 from agent_env._toolset import Toolset
 from agent_env._verifiers import FunctionCheck, Verifier
-from agent_env.sandbox._base import CommandResult, Sandbox
 
 __all__ = ["FakeTask", "Gate", "Score", "calls", "fake_served"]
 

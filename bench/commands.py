@@ -21,8 +21,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from agent_env._contracts.sandbox import CappedOutput
 from agent_env.sandbox import CommandResult
-from agent_env.sandbox._base import CappedOutput
 from bench.common import Figure, Results, docker_engine, percentile
 from bench.serve import BUNDLE
 

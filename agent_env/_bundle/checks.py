@@ -9,17 +9,16 @@ from inspect import Parameter
 from typing import Any
 
 from agent_env._bundle.folder import BundleFolder, too_long_a_prompt
+from agent_env._contracts.mcp import McpEnvDefinition
+from agent_env._contracts.registry import simulated_user
+from agent_env._contracts.users import User, UserFunction, UserModel
 from agent_env._error_types import EpisodeError
-from agent_env._extras import installed
+from agent_env._extras import install_line, installed
 from agent_env._nearest import did_you_mean
 from agent_env._specs import AccessChange
 from agent_env._task import Agent, AgentConfig, BundleConfig, TaskEntry
 from agent_env._toolset import AnyEnvDefinition
 from agent_env._verifiers import FunctionCheck, ItemsCheck, Verifier, VerifierFunction, verifier_place
-from agent_env.mcp._definition import McpEnvDefinition
-from agent_env.users._require import INSTALL as USERS_INSTALL
-from agent_env.users._settings import UserFunction, UserModel
-from agent_env.users._simulated import SimulatedUser
 
 
 def hint(name: str, choices: Iterable[str]) -> str:
@@ -176,7 +175,7 @@ def _items_source(folder: BundleFolder, where: str, check: ItemsCheck, env: AnyE
 
 def checked_user(
     folder: BundleFolder, place: str, entry: TaskEntry, users: Mapping[str, Callable[..., Any]]
-) -> SimulatedUser | None:
+) -> User | None:
     """The task's simulated user, checked: its function and arguments, or its model's client."""
     spec = entry.user
     if spec is None:
@@ -190,9 +189,10 @@ def checked_user(
     if isinstance(spec, UserModel):
         if not installed("openai"):
             folder.problem(
-                where, f"a chat model's user needs the users extra, not installed here: {USERS_INSTALL}"
+                where,
+                f"a chat model's user needs the users extra, not installed here: {install_line('users')}",
             )
-        return SimulatedUser(spec)
+        return simulated_user(spec)
     assert isinstance(spec, UserFunction)
     function = users.get(spec.function)
     if function is None:
@@ -203,7 +203,7 @@ def checked_user(
         return None
     if problem := _signature_problem("user function", function, spec.function, spec.args):
         folder.problem(where, problem)
-    return SimulatedUser(spec, function)
+    return simulated_user(spec, function)
 
 
 def _signature_problem(

@@ -10,10 +10,7 @@ from pathlib import Path
 
 from agent_env._bundle.checks import hint
 from agent_env._bundle.folder import PROMPT_CAP, BundleFolder
-from agent_env._extras import installed
-from agent_env._verifiers import JudgeCheck, Verifier, verifier_place
-from agent_env.judges._require import INSTALL as JUDGE_INSTALL
-from agent_env.judges._settings import (
+from agent_env._contracts.judges import (
     DEFAULT_MAX_CONCURRENCY,
     DEFAULT_RETRIES,
     DEFAULT_TIMEOUT_S,
@@ -23,6 +20,8 @@ from agent_env.judges._settings import (
     JudgeFields,
     JudgeScale,
 )
+from agent_env._extras import install_line, installed
+from agent_env._verifiers import JudgeCheck, Verifier, verifier_place
 
 
 class BundleJudges:
@@ -152,7 +151,7 @@ class BundleJudges:
         if not self._extra_said and not installed("openai"):
             self._extra_said = True
             self.folder.problem(
-                where, f"a judge verifier needs the judge extra, not installed here: {JUDGE_INSTALL}"
+                where, f"a judge verifier needs the judge extra, not installed here: {install_line('judge')}"
             )
 
 

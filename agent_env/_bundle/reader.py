@@ -38,6 +38,10 @@ from agent_env._bundle.folder import BundleFolder
 from agent_env._bundle.judges import BundleJudges
 from agent_env._bundle.solutions import read_solutions
 from agent_env._bundle.tasks import Definitions, Splits, read_splits
+from agent_env._contracts.judges import Judge
+from agent_env._contracts.mcp import McpEnvDefinition
+from agent_env._contracts.mcp_settings import McpServerConfig, resolve_placeholders
+from agent_env._contracts.registry import sandbox_names
 from agent_env._digest import folder_digest
 from agent_env._error_types import (
     BundleError,
@@ -47,16 +51,11 @@ from agent_env._error_types import (
     TaskIndexError,
     validation_problems,
 )
-from agent_env._extras import installed
+from agent_env._extras import install_line, installed
 from agent_env._specs import Solution
 from agent_env._task import Agent, BundleConfig, Task
 from agent_env._toolset import AnyEnvDefinition
 from agent_env._verifiers import VERIFIER_TYPES
-from agent_env.judges._settings import Judge
-from agent_env.mcp._config import McpServerConfig, resolve_placeholders
-from agent_env.mcp._definition import McpEnvDefinition
-from agent_env.mcp._require import INSTALL as MCP_INSTALL
-from agent_env.sandbox._registry import PROVIDERS
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 _TASK_LINE = re.compile(r"^(tasks/[^/:]+\.jsonl:\d+)(?:$|[ :])")
@@ -248,10 +247,11 @@ class _Loader:
                 self.problem("bundle.toml", message)
             return None
         provider = config.sandbox.provider
-        if provider not in PROVIDERS:
+        known = sandbox_names()
+        if provider not in known:
             self.problem(
                 "bundle.toml: sandbox.provider",
-                f"unknown sandbox provider '{provider}'{hint(provider, PROVIDERS)}",
+                f"unknown sandbox provider '{provider}'{hint(provider, known)}",
             )
         return config
 
@@ -293,7 +293,7 @@ class _Loader:
         if servers and not installed("mcp"):
             self.problem(
                 next(iter(servers.values()))[0],
-                f"MCP envs need the mcp extra, not installed here: {MCP_INSTALL}",
+                f"MCP envs need the mcp extra, not installed here: {install_line('mcp')}",
             )
         found: dict[str, McpEnvDefinition] = {}
         for name, (where, server) in servers.items():

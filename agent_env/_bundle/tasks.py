@@ -14,13 +14,13 @@ from pydantic import ValidationError
 from agent_env._bundle.checks import check_access, checked_user, checked_verifiers, hint
 from agent_env._bundle.folder import BundleFolder, too_long_a_prompt
 from agent_env._bundle.judges import BundleJudges
+from agent_env._contracts.mcp import McpEnvDefinition
+from agent_env._contracts.users import USER_KINDS
 from agent_env._env import EnvDefinition
 from agent_env._error_types import validation_problems
 from agent_env._task import Agent, BundleConfig, FileSource, Task, TaskEntry
 from agent_env._toolset import AnyEnvDefinition, Toolset
 from agent_env._verifiers import VERIFIER_TYPES, VerifierFunction
-from agent_env.mcp._definition import McpEnvDefinition
-from agent_env.users._settings import USER_KINDS
 
 TASK_SUFFIXES = (".jsonl", ".json")
 _SPLIT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")

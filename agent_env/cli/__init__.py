@@ -17,6 +17,9 @@ from collections.abc import Sequence
 from agent_env._bundle.advice import reply_advice
 from agent_env._bundle.reader import Bundle
 from agent_env._concurrency import BUILD_CONCURRENCY_VARIABLE, default_concurrency
+from agent_env._contracts.registry import sandbox_names, sandbox_provider
+from agent_env._contracts.sandbox import SandboxProvider
+from agent_env._contracts.sandbox_settings import DEFAULT_IMAGE
 from agent_env._episode import Episode
 from agent_env._error_types import AgentEnvError, BundleError
 from agent_env._loading import load_bundle
@@ -30,9 +33,6 @@ from agent_env.cli._judging import add_judge_options, judging_of
 from agent_env.cli._play import play_in_terminal
 from agent_env.cli._skipping import add_skip_option, loaded
 from agent_env.cli._token import add_token_options, token_of
-from agent_env.sandbox._base import SandboxProvider
-from agent_env.sandbox._config import DEFAULT_IMAGE
-from agent_env.sandbox._registry import PROVIDERS, sandbox_provider
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     play_.add_argument("bundle")
     play_.add_argument("--split", default="train")
     play_.add_argument("--index", type=int, default=0)
-    play_.add_argument("--sandbox", choices=PROVIDERS, help="sandbox provider (default: the bundle's)")
+    play_.add_argument("--sandbox", choices=sandbox_names(), help="sandbox provider (default: the bundle's)")
     add_judge_options(play_)
     play_.set_defaults(run=_play)
 
@@ -76,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("bundle")
     replay.add_argument("--split", help="only this split (default: every split)")
-    replay.add_argument("--sandbox", choices=PROVIDERS, help="sandbox provider (default: the bundle's)")
+    replay.add_argument("--sandbox", choices=sandbox_names(), help="sandbox provider (default: the bundle's)")
     replay.add_argument(
         "--verifier-output",
         action="store_true",

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agent_env._contracts.sandbox_settings import may_change_paths
 from agent_env._errors import ArgumentError
-from agent_env.sandbox._config import may_change_paths
 
 
 class _Section(BaseModel):

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from agent_env._bundle.folder import PROMPT_CAP, BundleFolder
 from agent_env._concurrency import build_concurrency as build_concurrency_of
+from agent_env._contracts.sandbox_settings import SandboxConfig
 from agent_env._digest import folder_digest
 from agent_env._error_types import Problem, SkippedTask, validation_problems
 from agent_env._specs import DEFAULT_ROLE, ScriptedCall, ScriptedTurn, Solution
@@ -45,7 +46,6 @@ from agent_env.harbor._fields import not_applied, phase_networks, refusals
 from agent_env.harbor._notes import UNKNOWN, DatasetNotes
 from agent_env.harbor._resources import CLAMPED, EngineLimits
 from agent_env.harbor._verifier import TEST_SCRIPT, Collect, HarborTests
-from agent_env.sandbox._config import SandboxConfig
 
 if TYPE_CHECKING:
     from agent_env.sandbox._docker_build import TaskImage

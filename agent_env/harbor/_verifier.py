@@ -34,11 +34,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agent_env._contracts.sandbox import CommandResult
 from agent_env._error_types import EpisodeError, ErrorCode
 from agent_env._errors import AgentEnvError
 from agent_env._output_tail import TAIL_BYTES, output_tail
 from agent_env._verifiers import Judgement, ScoringContext
-from agent_env.sandbox._base import CommandResult
 
 TESTS_DIR = "/tests"
 LOGS_DIR = "/logs/verifier"

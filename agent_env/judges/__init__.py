@@ -15,8 +15,13 @@ import typing as _typing
 from agent_env._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
-    from agent_env.judges._groups import (
+    from agent_env._contracts.judges import (
         GroupInvite as GroupInvite,
+        Judge as Judge,
+        JudgeConfig as JudgeConfig,
+        JudgeScale as JudgeScale,
+    )
+    from agent_env.judges._groups import (
         GroupSeat as GroupSeat,
         JudgeGroups as JudgeGroups,
     )
@@ -26,19 +31,14 @@ if _typing.TYPE_CHECKING:
         JudgeObserver as JudgeObserver,
         Judging as Judging,
     )
-    from agent_env.judges._settings import (
-        Judge as Judge,
-        JudgeConfig as JudgeConfig,
-        JudgeScale as JudgeScale,
-    )
     from agent_env.judges._verdict import Verdict as Verdict
 else:
     _lazy_exports(
         __name__,
         {
-            "agent_env.judges._groups": ["GroupInvite", "GroupSeat", "JudgeGroups"],
+            "agent_env.judges._groups": ["GroupSeat", "JudgeGroups"],
             "agent_env.judges._judging": ["JudgeCall", "JudgeError", "JudgeObserver", "Judging"],
-            "agent_env.judges._settings": ["Judge", "JudgeConfig", "JudgeScale"],
+            "agent_env._contracts.judges": ["GroupInvite", "Judge", "JudgeConfig", "JudgeScale"],
             "agent_env.judges._verdict": ["Verdict"],
         },
     )

@@ -21,36 +21,14 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_env._errors import ArgumentError
+from agent_env._contracts.judges import GroupInvite, Judge, Scope
 from agent_env.judges._judging import JudgeError, Judging
-from agent_env.judges._settings import Judge
 from agent_env.judges._transcript import digest
 from agent_env.judges._verdict import Verdict
 
-MAX_GROUP_SIZE = 64
-"""The most rollouts judged in one request: beyond it, a request no judge model reads well."""
-MAX_KEY_LENGTH = 128
 JUDGED_KEYS_KEPT = 4096
 """Groups judged already, remembered so that a rollout coming late is judged alone at once rather
 than waiting for a group that will not fill."""
-
-Scope = tuple[str, int]
-"""A group's task (its split and index): rollouts of another task never join it."""
-
-
-@dataclass(frozen=True)
-class GroupInvite:
-    """An episode's GRPO group, as its client names it: a key of the client's, the same for each of
-    the group's rollouts on this server, and how many of them there are (2 to `MAX_GROUP_SIZE`)."""
-
-    key: str
-    size: int
-
-    def __post_init__(self) -> None:
-        if not 1 <= len(self.key) <= MAX_KEY_LENGTH:
-            raise ArgumentError(f"a group's key is 1 to {MAX_KEY_LENGTH} characters, got {len(self.key)}")
-        if not 2 <= self.size <= MAX_GROUP_SIZE:
-            raise ArgumentError(f"a group's size is 2 to {MAX_GROUP_SIZE} rollouts, got {self.size}")
 
 
 @dataclass

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent_env._contracts.judges import Judge
 from agent_env._errors import AgentEnvError, ArgumentError
 from agent_env._threads import run_sync
 from agent_env.judges._cache import DEFAULT_MEMORY_ENTRIES, VerdictCache
-from agent_env.judges._settings import Judge
 from agent_env.judges._transcript import digest, group_request_body, request_body
 from agent_env.judges._verdict import Verdict, VerdictError, read_verdict, read_verdicts
 

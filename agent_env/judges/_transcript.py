@@ -18,8 +18,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from agent_env._contracts.judges import Judge, JudgeScale, Reads
 from agent_env._trajectory import TurnRecord
-from agent_env.judges._settings import Judge, JudgeScale, Reads
 
 MAX_RESULT_CHARS = 8000
 """The most of one tool result (or error) a judge reads; the rest is cut, and the cut said."""

@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from agent_env._contracts.judges import JudgeScale
 from agent_env._errors import AgentEnvError
-from agent_env.judges._settings import JudgeScale
 
 MAX_REASON_CHARS = 2000
 """The most of a judge's reason a trajectory keeps (its `detail`)."""

@@ -12,17 +12,17 @@ import typing as _typing
 from agent_env._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
-    from agent_env.mcp._config import McpServerConfig as McpServerConfig
-    from agent_env.mcp._definition import McpEnvDefinition as McpEnvDefinition
+    from agent_env._contracts.mcp import McpEnvDefinition as McpEnvDefinition
+    from agent_env._contracts.mcp_settings import McpServerConfig as McpServerConfig
     from agent_env.mcp._env import McpEnv as McpEnv, McpToolError as McpToolError
     from agent_env.mcp._tools import McpTool as McpTool
 else:
     _lazy_exports(
         __name__,
         {
-            "agent_env.mcp._config": ["McpServerConfig"],
+            "agent_env._contracts.mcp_settings": ["McpServerConfig"],
             "agent_env.mcp._env": ["McpEnv", "McpToolError"],
-            "agent_env.mcp._definition": ["McpEnvDefinition"],
+            "agent_env._contracts.mcp": ["McpEnvDefinition"],
             "agent_env.mcp._tools": ["McpTool"],
         },
     )

@@ -39,10 +39,10 @@ import pydantic  # noqa: E402
 from mcp import ClientSession, McpError, types  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
+from agent_env._contracts.mcp import McpEnvDefinition  # noqa: E402
+from agent_env._contracts.mcp_settings import SEED_VARIABLE  # noqa: E402
 from agent_env._error_types import ENDING_CODES, EpisodeError, ErrorCode  # noqa: E402
 from agent_env._threads import run_sync  # noqa: E402
-from agent_env.mcp._config import SEED_VARIABLE  # noqa: E402
-from agent_env.mcp._definition import McpEnvDefinition  # noqa: E402
 from agent_env.mcp._limits import LOCAL, TOO_LARGE, UNREADABLE, CappedTransport  # noqa: E402
 from agent_env.mcp._log import ServerLog  # noqa: E402
 from agent_env.mcp._stdio import ReadStream, ServerExitedError, StdioServer, WriteStream  # noqa: E402

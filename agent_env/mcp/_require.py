@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agent_env._extras import require_modules
+from agent_env._extras import install_line, require_modules
 
-INSTALL = "pip install 'agentenv-framework[mcp]'"
+INSTALL = install_line("mcp")
 
 
 def require_mcp_extra() -> None:

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
+from agent_env._contracts.mcp_settings import McpServerConfig
 from agent_env._error_types import EpisodeError, ErrorCode
 from agent_env._errors import AgentEnvError
 from agent_env._names import name_problem
 from agent_env._tools import clean_schema, render_result
 from agent_env._unicode import REPLACEMENT
-from agent_env.mcp._config import McpServerConfig
 
 if TYPE_CHECKING:
     from mcp import types

@@ -32,6 +32,7 @@ from starlette.routing import BaseRoute, WebSocketRoute
 
 import agent_env
 from agent_env._bundle.reader import Bundle
+from agent_env._contracts.sandbox import RunsWithServer, SandboxProvider
 from agent_env._errors import StateError
 from agent_env._loading import load_bundle
 from agent_env._origins import AllowedHosts
@@ -64,7 +65,6 @@ from agent_env.openenv._sessions import SessionServer, own_sessions_only
 from agent_env.openenv._tokens import resolve_token
 from agent_env.openenv._tracker import EpisodeTracker
 from agent_env.openenv._wire import AgentEnvAction, AgentEnvObservation, AgentEnvState, SessionCounts
-from agent_env.sandbox._base import RunsWithServer, SandboxProvider
 from agent_env.sandbox._by_task import SandboxesByTask
 from agent_env.sandbox._pool import PoolStatus, WarmPool
 from agent_env.sandbox._registry import server_provider

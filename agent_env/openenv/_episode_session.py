@@ -16,12 +16,12 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from agent_env._contracts.judges import GroupInvite
 from agent_env._episode import Episode, EpisodeState, TurnResult
 from agent_env._error_types import AgentEnvError, EpisodeError, ErrorCode, validation_problems
 from agent_env._errors import ArgumentError
 from agent_env._served import ServedTask
 from agent_env._unicode import NOT_UNICODE, invalid_text, valid_text
-from agent_env.judges._groups import GroupInvite
 from agent_env.openenv._calls import InterruptedCallError, run_call
 from agent_env.openenv._context import ServerContext, TaskLookupError
 from agent_env.openenv._wire import (

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib.metadata
 
-INSTALL = "pip install 'agentenv-framework[openenv]'"
+from agent_env._extras import install_line
+
+INSTALL = install_line("openenv")
 SUPPORTED = "0.10"
 
 

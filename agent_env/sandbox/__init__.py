@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from agent_env.sandbox._base import (
+from agent_env._contracts.registry import sandbox_names, sandbox_provider
+from agent_env._contracts.sandbox import (
     DEFAULT_COMMAND_TIMEOUT_S,
     DEFAULT_MAX_OUTPUT_BYTES,
     KILL_MARGIN_S,
@@ -11,15 +12,15 @@ from agent_env.sandbox._base import (
     Sandbox,
     SandboxProvider,
 )
+from agent_env._contracts.sandbox_settings import DEFAULT_IMAGE, SandboxConfig
 from agent_env.sandbox._bubblewrap import ISOLATIONS
 from agent_env.sandbox._by_task import SandboxesByTask
-from agent_env.sandbox._config import DEFAULT_IMAGE, SandboxConfig
 from agent_env.sandbox._docker import DockerSandbox, DockerSandboxProvider
 from agent_env.sandbox._docker_engine import SANDBOX_LABEL
 from agent_env.sandbox._docker_image import ImageBuildError, build_sandbox_image
 from agent_env.sandbox._local import LocalSandbox, LocalSandboxProvider
 from agent_env.sandbox._pool import PoolStatus, WarmPool
-from agent_env.sandbox._registry import PROVIDERS, sandbox_provider, server_provider
+from agent_env.sandbox._registry import server_provider
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT_S",
@@ -27,7 +28,6 @@ __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
     "ISOLATIONS",
     "KILL_MARGIN_S",
-    "PROVIDERS",
     "SANDBOX_LABEL",
     "CommandResult",
     "DockerSandbox",
@@ -43,6 +43,7 @@ __all__ = [
     "SandboxesByTask",
     "WarmPool",
     "build_sandbox_image",
+    "sandbox_names",
     "sandbox_provider",
     "server_provider",
 ]

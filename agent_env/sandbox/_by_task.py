@@ -13,8 +13,8 @@ import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 
-from agent_env.sandbox._base import RunsWithServer, Sandbox, SandboxProvider
-from agent_env.sandbox._config import SandboxConfig
+from agent_env._contracts.sandbox import RunsWithServer, Sandbox, SandboxProvider
+from agent_env._contracts.sandbox_settings import SandboxConfig
 from agent_env.sandbox._docker import DockerSandboxProvider
 from agent_env.sandbox._docker_engine import docker_client
 from agent_env.sandbox._docker_network import DEFAULT_NETWORK

@@ -38,12 +38,12 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from agent_env._contracts.sandbox import CappedOutput, CommandResult
+from agent_env._contracts.sandbox_settings import SandboxConfig
 from agent_env._error_types import SandboxUnavailableError
 from agent_env._errors import StateError
 from agent_env._private.docker_attach import output_chunks, raw_socket
 from agent_env._threads import run_sync
-from agent_env.sandbox._base import CappedOutput, CommandResult
-from agent_env.sandbox._config import SandboxConfig
 from agent_env.sandbox._docker_engine import (
     ENGINE_TIMEOUT_S,
     INSTALL_HINT as INSTALL_HINT,  # its home is the engine's leaf

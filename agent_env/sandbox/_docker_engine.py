@@ -11,8 +11,9 @@ import os
 from typing import Any
 
 from agent_env._error_types import SandboxUnavailableError
+from agent_env._extras import install_line
 
-INSTALL_HINT = "pip install 'agentenv-framework[docker]'"
+INSTALL_HINT = install_line("docker")
 SANDBOX_LABEL = "agent-env.sandbox"
 """Every sandbox container and image carries it (the owner's labels hang under it)."""
 ENGINE_TIMEOUT_S = 120

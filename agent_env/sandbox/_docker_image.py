@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from agent_env._contracts.sandbox_settings import DEFAULT_IMAGE
 from agent_env._errors import AgentEnvError
-from agent_env.sandbox._config import DEFAULT_IMAGE
 from agent_env.sandbox._docker_engine import SANDBOX_LABEL, docker_client
 
 PACKAGES = ("bash-static", "busybox-static")

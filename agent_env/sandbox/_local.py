@@ -30,10 +30,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from agent_env import _subreaper
+from agent_env._contracts.sandbox import CommandResult
 from agent_env._errors import ArgumentError, StateError
 from agent_env._processes import exit_watch, exited, kill_group, kill_session, ready, reap
 from agent_env._threads import run_sync
-from agent_env.sandbox._base import CommandResult
 from agent_env.sandbox._bubblewrap import bubblewrap_for, confined
 from agent_env.sandbox._sealing import verifier_environment
 from agent_env.sandbox._shell import DRIVER, SHELL_NAME, Shell, ShellSlot

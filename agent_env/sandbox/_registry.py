@@ -1,33 +1,26 @@
-"""Sandbox providers by name, as bundles and the CLI select them."""
+"""The sandbox providers this distribution registers (pyproject.toml's `agent_env.parts` entry points,
+`sandbox.local` and `sandbox.docker`), and the provider a server's episodes use."""
 
 from __future__ import annotations
 
 import functools
 
+from agent_env._contracts.registry import sandbox_provider
+from agent_env._contracts.sandbox import SandboxProvider
+from agent_env._contracts.sandbox_settings import SandboxConfig
 from agent_env._errors import ArgumentError
-from agent_env.sandbox._base import SandboxProvider
-from agent_env.sandbox._config import SandboxConfig
 from agent_env.sandbox._local import LocalSandboxProvider
 
-PROVIDERS = ("local", "docker")
+
+def local_provider(settings: SandboxConfig, *, allow_network: bool = False) -> SandboxProvider:
+    """The local sandbox's provider (`sandbox.local`): never a network of its own to give."""
+    return LocalSandboxProvider(isolation=settings.isolation, max_file_mb=settings.work_mb)
 
 
-def sandbox_provider(
-    name: str | SandboxProvider, settings: SandboxConfig | None = None, *, allow_network: bool = False
-) -> SandboxProvider:
-    """The provider called `name`, made with `settings` (a provider passes through unchanged).
-
-    A Docker provider checks its engine and image when it is made, and is made once per settings;
-    with `allow_network`, its containers have a network when the settings ask for one.
-    """
-    if not isinstance(name, str):
-        return name
-    if name == "local":
-        chosen = settings or SandboxConfig()
-        return LocalSandboxProvider(isolation=chosen.isolation, max_file_mb=chosen.work_mb)
-    if name == "docker":
-        return _docker_provider(settings or SandboxConfig(provider="docker"), allow_network)
-    raise ArgumentError(f"unknown sandbox provider '{name}'; choose one of: {', '.join(PROVIDERS)}")
+def docker_provider(settings: SandboxConfig, *, allow_network: bool = False) -> SandboxProvider:
+    """Docker's provider (`sandbox.docker`), made once per settings: it checks its engine and image
+    when made; with `allow_network`, its containers have a network when the settings ask for one."""
+    return _docker_provider(settings, allow_network)
 
 
 def server_provider(
@@ -61,7 +54,7 @@ def server_provider(
 
 
 @functools.cache
-def _docker_provider(settings: SandboxConfig, allow_network: bool = False) -> SandboxProvider:
+def _docker_provider(settings: SandboxConfig, allow_network: bool) -> SandboxProvider:
     from agent_env.sandbox._docker import DockerSandboxProvider
 
     return DockerSandboxProvider(settings, allow_network=allow_network)

@@ -24,8 +24,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from agent_env._contracts.sandbox import KILL_MARGIN_S, CappedOutput, CommandResult
 from agent_env._errors import AgentEnvError, StateError
-from agent_env.sandbox._base import KILL_MARGIN_S, CappedOutput, CommandResult
 
 DRIVER = r"""
 exec 2>/dev/null

@@ -11,13 +11,13 @@ import typing as _typing
 from agent_env._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
-    from agent_env.users._settings import STOP as STOP, UserFunction as UserFunction, UserModel as UserModel
+    from agent_env._contracts.users import STOP as STOP, UserFunction as UserFunction, UserModel as UserModel
     from agent_env.users._simulated import SimulatedUser as SimulatedUser
 else:
     _lazy_exports(
         __name__,
         {
-            "agent_env.users._settings": ["STOP", "UserFunction", "UserModel"],
+            "agent_env._contracts.users": ["STOP", "UserFunction", "UserModel"],
             "agent_env.users._simulated": ["SimulatedUser"],
         },
     )

@@ -20,9 +20,9 @@ require_users_extra()
 
 import openai  # noqa: E402
 
+from agent_env._contracts.users import STOP, UserModel  # noqa: E402
 from agent_env._trajectory import TurnRecord  # noqa: E402
 from agent_env.users._endpoint import Settings, endpoint_problem  # noqa: E402
-from agent_env.users._settings import STOP, UserModel  # noqa: E402
 
 INSTRUCTIONS = (
     "You are playing a user who talks with an AI assistant; stay in character. Write only your next "

@@ -14,30 +14,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal
 
+from agent_env._contracts.users import Conversation, UserFunction, UserModel
 from agent_env._error_types import EpisodeError, ErrorCode
 from agent_env._threads import run_in_own_thread
-from agent_env.users._settings import UserFunction, UserModel
-
-if TYPE_CHECKING:
-    from agent_env._trajectory import TurnRecord
 
 UserFunctionType = Callable[..., Any]
 """A bundle's user: `(context: Conversation, **args) -> str | None`, sync or async."""
 
 
-class Conversation(Protocol):
-    """What a simulated user is asked with (`agent_env._contexts.UserContext` is the episode's): typed here
-    so that the user, which a Task holds, does not import the context, which holds the Task."""
-
-    @property
-    def turns(self) -> list[TurnRecord]: ...
-
-
 @dataclass(frozen=True)
 class SimulatedUser:
-    """A task's user, checked: its settings and, for a function, the function itself."""
+    """A task's user, checked: its settings and, for a function, the function itself (the engine's
+    `agent_env._contracts.users.User`, registered as the part `users.simulated`)."""
 
     spec: UserFunction | UserModel
     function: UserFunctionType | None = field(default=None, repr=False)

@@ -148,6 +148,18 @@ def test_agent_env_check_from_the_installed_wheel_passes_the_example_bundle(inst
     assert done.stdout.startswith("wharf: ok: 2 envs")
 
 
+def test_the_installed_wheel_finds_its_parts_by_their_entry_points_and_replays_the_bash_tasks(
+    installed: Installed,
+):
+    shutil.copytree(EXAMPLE, installed.work / "wharf", dirs_exist_ok=True)
+
+    done = installed.run("agent-env", "replay", "wharf")
+
+    assert done.returncode == 0, done.stderr
+    assert "dock+bash" in done.stdout
+    assert done.stdout.rstrip().endswith("44 of 44 tasks scored as their reference play expects")
+
+
 def test_the_installed_wheel_imports_the_trainers_side_from_its_own_site_packages(installed: Installed):
     done = installed.run(
         "python", "-c", "import agent_env, agent_env.training.trl; print(agent_env.__file__)", timeout_s=300

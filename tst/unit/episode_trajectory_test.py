@@ -10,8 +10,8 @@ import json
 import pytest
 
 from agent_env import Episode, EpisodeError, Trajectory, trajectory_of
+from agent_env._contracts.sandbox import CommandResult
 from agent_env._verifiers import BashCheck, Verifier
-from agent_env.sandbox._base import CommandResult
 from agent_env.testing import FakeTask
 from tst.support.tools import add_crate
 

@@ -119,7 +119,7 @@ def test_an_argument_error_is_both_an_agent_env_error_and_the_value_error_caller
         agent_env.sandbox_provider("dokcer")
 
     assert isinstance(caught.value, ValueError) and isinstance(caught.value, agent_env.ArgumentError)
-    assert str(caught.value).startswith("unknown sandbox provider 'dokcer'; choose one of: local")
+    assert str(caught.value).startswith("unknown sandbox provider 'dokcer'; choose one of: docker, local")
 
 
 def test_except_agent_env_error_catches_a_broken_bundle_still_a_bundle_error(tmp_path: Path) -> None:

@@ -23,8 +23,8 @@ from agent_env import (
     VerifierSummary,
 )
 from agent_env._contexts import VerifierContext
+from agent_env._contracts.sandbox import DEFAULT_COMMAND_TIMEOUT_S, KILL_MARGIN_S
 from agent_env._episode import Episode
-from agent_env.sandbox._base import DEFAULT_COMMAND_TIMEOUT_S, KILL_MARGIN_S
 from agent_env.testing import FakeTask, Gate, Score, calls, fake_served
 from tst.support.waiting import until
 

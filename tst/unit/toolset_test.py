@@ -20,7 +20,7 @@ from agent_env import (
     tool,
     toolset_name,
 )
-from agent_env.sandbox._base import KILL_MARGIN_S
+from agent_env._contracts.sandbox import KILL_MARGIN_S
 
 WHARF = Path(__file__).resolve().parents[2] / "examples" / "wharf"
 DOCK_TOOLS = ["add_crate", "move_crate", "list_crates"]

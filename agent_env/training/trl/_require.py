@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agent_env._extras import require_modules
+from agent_env._extras import install_line, require_modules
 
-INSTALL = "pip install 'agentenv-framework[trl]'"
+INSTALL = install_line("trl")
 
 
 def require_trl_extra() -> None:

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from agent_env import BundleError, load_bundle
+from agent_env._contracts.sandbox_settings import DEFAULT_IMAGE
 from agent_env.cli import main
-from agent_env.sandbox._config import DEFAULT_IMAGE
 from agent_env.sandbox._docker_build import image_tag, task_image
 
 TOML = """
@@ -182,7 +182,7 @@ def test_once_the_engine_said_it_cannot_cap_a_containers_disk_each_other_tasks_c
 ):
     import docker.models.containers
 
-    from agent_env.sandbox._config import SandboxConfig
+    from agent_env._contracts.sandbox_settings import SandboxConfig
     from agent_env.sandbox._docker import DockerSandboxProvider
 
     creates: list[str] = []

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from agent_env._contracts.sandbox import CommandResult
 from agent_env._error_types import EpisodeError
 from agent_env._verifiers import ItemsCheck, Judgement
 from agent_env.harbor._verifier import TEST_SCRIPT, HarborTests, judge
-from agent_env.sandbox._base import CommandResult
 
 
 def test_reward_txt_s_number_is_the_score():

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from agent_env import BundleError, load_bundle
+from agent_env._contracts.judges import READS
 from agent_env.judges import Judge, JudgeScale
-from agent_env.judges._settings import READS
 from tst.support.bundles import a_task, make_bundle
 
 pytestmark = pytest.mark.needs("judge_installed")  # a bundle with a judge loads only with the extra

@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 
 from agent_env import Episode, EpisodeError, Trajectory, TurnResult, load_bundle, trajectory_of
-from agent_env.judges import Judging
-from agent_env.judges._groups import GroupInvite
+from agent_env.judges import GroupInvite, Judging
 from agent_env.judges._transcript import CLOSE, OPEN
 from tst.support.judge_stand_in import API_KEY, OBEYED, contains, started
 from tst.support.serving import Serve

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from agent_env._contracts.judges import Judge, JudgeScale
 from agent_env._trajectory import ToolCallRecord, TurnRecord
-from agent_env.judges._settings import Judge, JudgeScale
 from agent_env.judges._transcript import (
     CLOSE,
     MAX_RESULT_CHARS,

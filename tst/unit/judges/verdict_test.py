@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from agent_env.judges._settings import JudgeScale
+from agent_env._contracts.judges import JudgeScale
 from agent_env.judges._verdict import MAX_REASON_CHARS, Verdict, VerdictError, read_verdict, read_verdicts
 from tst.support.judge_answers import GARBAGE
 

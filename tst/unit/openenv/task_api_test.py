@@ -15,8 +15,8 @@ import pytest
 
 import agent_env
 from agent_env import AccessChange, TaskSpec
+from agent_env._contracts.sandbox import KILL_MARGIN_S
 from agent_env.openenv import BackgroundServer, build_app, build_served_app
-from agent_env.sandbox._base import KILL_MARGIN_S
 from agent_env.testing import FakeTask, fake_served
 from tst.support.bundles import SHELF, a_task, make_bundle
 from tst.support.serving import Connect, Serve

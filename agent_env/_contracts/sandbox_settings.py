@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agent_env._contracts.sandbox import DEFAULT_COMMAND_TIMEOUT_S, DEFAULT_MAX_OUTPUT_BYTES
 from agent_env._errors import ArgumentError
-from agent_env.sandbox._base import DEFAULT_COMMAND_TIMEOUT_S, DEFAULT_MAX_OUTPUT_BYTES
 
 DEFAULT_IMAGE = "agent-env-sandbox:latest"
 """The image `agent-env sandbox-image` builds: bash and busybox's tools, nothing else."""

@@ -1,15 +1,19 @@
 """A task's `user` as its file declares it (pydantic alone): a function of the bundle's `users.py`, or a chat
-model playing a persona, with the turns and the time each answer may take.
+model playing a persona, with the turns and the time each answer may take; and what the engine asks
+of the user the `users` part makes of it (`User`, registered as `users.simulated`).
 
-Below both users: spec.py (SimulatedUser, which plays them) and _chat.py (the chat model's user) read
-these, and _chat.py is imported by spec.py only when a model answers.
+The `users` part reads these: `agent_env.users._simulated` (SimulatedUser, which plays them) and
+`agent_env.users._chat` (the chat model's user, imported only when a model answers).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+
+if TYPE_CHECKING:
+    from agent_env._trajectory import TurnRecord
 
 DEFAULT_MAX_TURNS = 10
 DEFAULT_TIMEOUT_S = 60.0
@@ -66,3 +70,28 @@ UserSpec = Annotated[
     ),
 ]
 """A task's `user`, told apart by its keys: `function`, or `model_url`, `model` and `persona`."""
+
+
+class Conversation(Protocol):
+    """What a simulated user is asked with (`agent_env._contexts.UserContext` is the episode's): typed here
+    so that the user, which a Task holds, does not import the context, which holds the Task."""
+
+    @property
+    def turns(self) -> list[TurnRecord]: ...
+
+
+class User(Protocol):
+    """A task's simulated user, checked, as an episode plays it (the `users` part's `SimulatedUser`)."""
+
+    @property
+    def kind(self) -> Literal["function", "model"]: ...
+
+    @property
+    def max_turns(self) -> int: ...
+
+    @property
+    def label(self) -> str:
+        """The user as an error names it."""
+
+    async def next_message(self, context: Conversation) -> str | None:
+        """The user's next message, or None to end the task; EpisodeError USER_FAILED saying why."""

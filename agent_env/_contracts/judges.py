@@ -10,11 +10,14 @@ the environment variable `api_key_env` names, never from a file. The server's ow
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_env._errors import ArgumentError
+
+if TYPE_CHECKING:
+    from agent_env._trajectory import TurnRecord
 
 Reads = Literal["prompt", "calls", "reply"]
 """What of an episode a judge reads: the task's prompts (the system prompt and each turn's message),
@@ -130,3 +133,72 @@ class Judge:
     relative: bool = False
     """Whether a GRPO group's rollouts are judged together, against each other, when the client names
     the group (`agent_env.judges._groups`); alone otherwise."""
+
+
+MAX_GROUP_SIZE = 64
+"""The most rollouts judged in one request: beyond it, a request no judge model reads well."""
+MAX_KEY_LENGTH = 128
+
+Scope = tuple[str, int]
+"""A group's task (its split and index): rollouts of another task never join it."""
+
+
+@dataclass(frozen=True)
+class GroupInvite:
+    """An episode's GRPO group, as its client names it: a key of the client's, the same for each of
+    the group's rollouts on this server, and how many of them there are (2 to `MAX_GROUP_SIZE`)."""
+
+    key: str
+    size: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.key) <= MAX_KEY_LENGTH:
+            raise ArgumentError(f"a group's key is 1 to {MAX_KEY_LENGTH} characters, got {len(self.key)}")
+        if not 2 <= self.size <= MAX_GROUP_SIZE:
+            raise ArgumentError(f"a group's size is 2 to {MAX_GROUP_SIZE} rollouts, got {self.size}")
+
+
+class Judged(Protocol):
+    """What a judge said of one episode: its score on the judge's scale, its reason."""
+
+    @property
+    def score(self) -> int: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+class Judgements(Protocol):
+    """Where an episode's judge verifiers ask (the `judges` part's `Judging`: a server's, with its
+    endpoint, cache and bounds); the engine hands it to the part, whose default is the process's own."""
+
+    async def verdict(self, judge: Judge, transcript: dict[str, Any]) -> Judged: ...
+
+
+class Seat(Protocol):
+    """An episode's seat in its GRPO group, where a relative judge reads it beside the others (the
+    `judges` part's `GroupSeat`)."""
+
+    def leave(self) -> None:
+        """Give the seat up (the episode failed before its judge): its group no longer waits for it."""
+
+
+class EpisodeJudge(Protocol):
+    """What the `judges` part registers as `judges.episode`: the judge's verdict on one episode, and
+    how many episodes it read together; EpisodeError VERIFIER_FAILED when it gives none."""
+
+    async def __call__(
+        self,
+        judge: Judge,
+        *,
+        judging: Judgements | None,
+        system_prompt: str | None,
+        turns: list[TurnRecord],
+        seat: Seat | None,
+    ) -> tuple[Judged, int]: ...
+
+
+class GroupSeating(Protocol):
+    """What the `judges` part registers as `judges.seat`: an episode's seat in its group."""
+
+    def __call__(self, judging: Judgements | None, invite: GroupInvite, scope: Scope) -> Seat: ...
