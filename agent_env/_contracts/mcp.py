@@ -85,3 +85,11 @@ class McpEnvDefinition:
     def tool(self, name: str) -> ServerTool | None:
         """The listed tool called `name`, or None (also before the server listed any)."""
         return next((t for t in self.tools or () if t.name == name), None)
+
+
+class ServerStarter(Protocol):
+    """What the `mcp` part registers as `mcp.start`: an episode's session with a server, started."""
+
+    async def __call__(
+        self, definition: McpEnvDefinition, *, folder: Path | None, seed: Mapping[str, Any] | None
+    ) -> ServerEnv: ...

@@ -15,7 +15,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from agent_env._contracts.judges import (
     EpisodeJudge,
@@ -27,10 +27,10 @@ from agent_env._contracts.judges import (
     Scope,
     Seat,
 )
-from agent_env._contracts.mcp import McpEnvDefinition, ServerEnv
+from agent_env._contracts.mcp import McpEnvDefinition, ServerEnv, ServerStarter
 from agent_env._contracts.sandbox import SandboxProvider
-from agent_env._contracts.sandbox_settings import SandboxConfig
-from agent_env._contracts.users import User, UserFunction, UserModel
+from agent_env._contracts.sandbox_settings import SandboxConfig, SandboxFactory
+from agent_env._contracts.users import User, UserFunction, UserMaker, UserModel
 from agent_env._errors import AgentEnvError, ArgumentError
 from agent_env._extras import DISTRIBUTION
 
@@ -43,28 +43,6 @@ SANDBOX_PREFIX = "sandbox."
 
 class PartMissingError(AgentEnvError, LookupError):
     """A part this distribution registers is not found: its entry points are not installed."""
-
-
-class SandboxFactory(Protocol):
-    """What a sandbox provider registers: its provider, made with a task's settings."""
-
-    def __call__(self, settings: SandboxConfig, *, allow_network: bool) -> SandboxProvider: ...
-
-
-class UserMaker(Protocol):
-    """What the `users` part registers as `users.simulated`: the user a task's `user` declares."""
-
-    def __call__(
-        self, spec: UserFunction | UserModel, function: Callable[..., Any] | None = None
-    ) -> User: ...
-
-
-class ServerStarter(Protocol):
-    """What the `mcp` part registers as `mcp.start`: an episode's session with a server, started."""
-
-    async def __call__(
-        self, definition: McpEnvDefinition, *, folder: Path | None, seed: Mapping[str, Any] | None
-    ) -> ServerEnv: ...
 
 
 def _ours(entry: EntryPoint) -> bool:

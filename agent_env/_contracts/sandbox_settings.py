@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agent_env._contracts.sandbox import DEFAULT_COMMAND_TIMEOUT_S, DEFAULT_MAX_OUTPUT_BYTES
+from agent_env._contracts.sandbox import DEFAULT_COMMAND_TIMEOUT_S, DEFAULT_MAX_OUTPUT_BYTES, SandboxProvider
 from agent_env._errors import ArgumentError
 
 DEFAULT_IMAGE = "agent-env-sandbox:latest"
@@ -109,3 +109,10 @@ def may_change_paths(paths: Iterable[str]) -> tuple[str, ...]:
             raise ArgumentError(f"may_change holds {path!r}: write absolute paths below / (say '/etc/nginx')")
         checked.append(posixpath.normpath(path))
     return tuple(checked)
+
+
+class SandboxFactory(Protocol):
+    """What a sandbox provider registers as `sandbox.NAME` (`agent_env._contracts.registry`): its
+    provider, made with a task's settings; `allow_network`: the server allows the network a task asks."""
+
+    def __call__(self, settings: SandboxConfig, *, allow_network: bool) -> SandboxProvider: ...

@@ -8,6 +8,7 @@ The `users` part reads these: `agent_env.users._simulated` (SimulatedUser, which
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
@@ -95,3 +96,11 @@ class User(Protocol):
 
     async def next_message(self, context: Conversation) -> str | None:
         """The user's next message, or None to end the task; EpisodeError USER_FAILED saying why."""
+
+
+class UserMaker(Protocol):
+    """What the `users` part registers as `users.simulated`: the user a task's `user` declares."""
+
+    def __call__(
+        self, spec: UserFunction | UserModel, function: Callable[..., Any] | None = None
+    ) -> User: ...

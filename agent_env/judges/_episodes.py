@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from typing import cast
 
-from agent_env._contracts.judges import GroupInvite, Judge, Judgements, Scope, Seat
+from agent_env._contracts.judges import (
+    EpisodeJudge,
+    GroupInvite,
+    GroupSeating,
+    Judge,
+    Judgements,
+    Scope,
+    Seat,
+)
 from agent_env._error_types import EpisodeError, ErrorCode
 from agent_env._trajectory import TurnRecord
 from agent_env.judges._groups import GroupSeat, seat
@@ -44,3 +52,7 @@ def seat_in_group(judging: Judgements | None, invite: GroupInvite, scope: Scope)
 
 def _judging(judging: Judgements | None) -> Judging:
     return cast(Judging, judging) if judging is not None else default_judging()
+
+
+REGISTERED: tuple[EpisodeJudge, GroupSeating] = (judge_episode, seat_in_group)
+"""What this module registers (pyproject.toml), held to the engine's contracts by the type checker."""

@@ -39,7 +39,7 @@ import pydantic  # noqa: E402
 from mcp import ClientSession, McpError, types  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from agent_env._contracts.mcp import McpEnvDefinition  # noqa: E402
+from agent_env._contracts.mcp import McpEnvDefinition, ServerStarter  # noqa: E402
 from agent_env._contracts.mcp_settings import SEED_VARIABLE  # noqa: E402
 from agent_env._error_types import ENDING_CODES, EpisodeError, ErrorCode  # noqa: E402
 from agent_env._threads import run_sync  # noqa: E402
@@ -401,3 +401,7 @@ async def _http(
         streamable_http_client(url, http_client=client) as (read, write, _),
     ):
         yield read, write
+
+
+REGISTERED: ServerStarter = McpEnv.start
+"""What this module registers (pyproject.toml), held to the engine's contracts by the type checker."""

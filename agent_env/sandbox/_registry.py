@@ -7,7 +7,7 @@ import functools
 
 from agent_env._contracts.registry import sandbox_provider
 from agent_env._contracts.sandbox import SandboxProvider
-from agent_env._contracts.sandbox_settings import SandboxConfig
+from agent_env._contracts.sandbox_settings import SandboxConfig, SandboxFactory
 from agent_env._errors import ArgumentError
 from agent_env.sandbox._local import LocalSandboxProvider
 
@@ -58,3 +58,7 @@ def _docker_provider(settings: SandboxConfig, allow_network: bool) -> SandboxPro
     from agent_env.sandbox._docker import DockerSandboxProvider
 
     return DockerSandboxProvider(settings, allow_network=allow_network)
+
+
+REGISTERED: tuple[SandboxFactory, SandboxFactory] = (local_provider, docker_provider)
+"""What this module registers (pyproject.toml), held to the engine's contracts by the type checker."""

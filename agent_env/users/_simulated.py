@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agent_env._contracts.users import Conversation, UserFunction, UserModel
+from agent_env._contracts.users import Conversation, UserFunction, UserMaker, UserModel
 from agent_env._error_types import EpisodeError, ErrorCode
 from agent_env._threads import run_in_own_thread
 
@@ -84,3 +84,7 @@ class SimulatedUser:
         return EpisodeError(
             ErrorCode.USER_FAILED, f"the simulated user ({self.label}) {what}: the episode ended unscored"
         )
+
+
+REGISTERED: UserMaker = SimulatedUser
+"""What this module registers (pyproject.toml), held to the engine's contracts by the type checker."""
