@@ -204,6 +204,12 @@ class SolutionSpec(BaseModel):
     script: Solution
 
 
+MAX_GROUP_SIZE = 64
+"""The most rollouts of a GRPO group an end_turn may name (its `group_size`), which a relative judge
+reads in one request: beyond it, a request no judge model reads well; a trainer cuts a longer run of
+one task's rollouts into groups of at most this many."""
+MAX_GROUP_KEY_LENGTH = 128
+"""The longest group key an end_turn may name."""
 CURRICULUM_RUN_LENGTH = 128
 """The longest run key a curriculum request may name (in a body or a path)."""
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent_env._errors import ArgumentError
+from agent_env._specs import MAX_GROUP_KEY_LENGTH, MAX_GROUP_SIZE
 
 if TYPE_CHECKING:
     from agent_env._trajectory import TurnRecord
@@ -135,10 +136,6 @@ class Judge:
     the group (`agent_env.judges._groups`); alone otherwise."""
 
 
-MAX_GROUP_SIZE = 64
-"""The most rollouts judged in one request: beyond it, a request no judge model reads well."""
-MAX_KEY_LENGTH = 128
-
 Scope = tuple[str, int]
 """A group's task (its split and index): rollouts of another task never join it."""
 
@@ -152,8 +149,10 @@ class GroupInvite:
     size: int
 
     def __post_init__(self) -> None:
-        if not 1 <= len(self.key) <= MAX_KEY_LENGTH:
-            raise ArgumentError(f"a group's key is 1 to {MAX_KEY_LENGTH} characters, got {len(self.key)}")
+        if not 1 <= len(self.key) <= MAX_GROUP_KEY_LENGTH:
+            raise ArgumentError(
+                f"a group's key is 1 to {MAX_GROUP_KEY_LENGTH} characters, got {len(self.key)}"
+            )
         if not 2 <= self.size <= MAX_GROUP_SIZE:
             raise ArgumentError(f"a group's size is 2 to {MAX_GROUP_SIZE} rollouts, got {self.size}")
 

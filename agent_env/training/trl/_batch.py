@@ -26,14 +26,12 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import groupby
 from typing import Any
 
+from agent_env._specs import MAX_GROUP_SIZE
 from agent_env.training.trl._classes import ToolsetEnvironment
 from agent_env.training.trl._errors import GroupAcrossServersWarning
 
 MAX_SCORED_AT_ONCE = 256
 """Episodes whose scores are waited for at once; each waits on its server, not on this process."""
-MAX_GROUP_SIZE = 64
-"""The most rollouts a server's relative judge reads together (`agent_env.judges._groups`): a longer
-run of one task's rollouts is cut into groups of at most this many."""
 
 Group = tuple[str, int]
 """A GRPO group as an episode's last end_turn names it: a key and its size."""

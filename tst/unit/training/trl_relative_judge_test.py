@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from agent_env._specs import MAX_GROUP_SIZE
 from agent_env.training.trl import TASK_OVER, GroupAcrossServersWarning, score_batch
-from agent_env.training.trl._batch import MAX_GROUP_SIZE, groups_of
+from agent_env.training.trl._batch import groups_of
 from tst.support.judge_stand_in import API_KEY, JudgeStandIn, contains
 from tst.support.serving import Serve
 from tst.unit.judges._play import KEY_VARIABLE, judged_bundle
