@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 GROUP = "agent_env.parts"
 SANDBOX_PREFIX = "sandbox."
+LOADER_PREFIX = "loaders."
 
 
 class PartMissingError(AgentEnvError, LookupError):
@@ -91,11 +92,14 @@ def part(name: str) -> Any:
     return entry.load()
 
 
+def registered_under(prefix: str) -> tuple[str, ...]:
+    """The names registered as `prefix` + NAME, without the prefix: this distribution's, then others'."""
+    return tuple(name.removeprefix(prefix) for name in registered() if name.startswith(prefix))
+
+
 def sandbox_names() -> tuple[str, ...]:
     """The sandbox providers a bundle or the CLI can name: this distribution's, then others'."""
-    return tuple(
-        name.removeprefix(SANDBOX_PREFIX) for name in registered() if name.startswith(SANDBOX_PREFIX)
-    )
+    return registered_under(SANDBOX_PREFIX)
 
 
 def sandbox_provider(

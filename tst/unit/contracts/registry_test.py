@@ -1,5 +1,6 @@
 """The parts the engine runs are found by their entry points: this distribution's are its parts' own,
-and another installed package's sandbox provider joins them, by name, with no change to agent_env."""
+and another installed package's sandbox provider or form of task folders joins them, by name, with no
+change to agent_env."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from tst.support.bundles import a_task, make_bundle
 from tst.support.layer_map import MAP, layer_table, row_of
 
 PYPROJECT = MAP.parent.parent / "pyproject.toml"
-PARTS = ("sandbox", "mcp", "users", "judges")
+ROW_OF_KIND = {"sandbox": "sandbox", "mcp": "mcp", "users": "users", "judges": "judges", "loaders": "harbor"}
+"""The row of the map whose modules register each kind of part."""
 LOADED: dict[str, tuple[pytest.MarkDecorator, ...]] = {
     "sandbox.local": (),
     "sandbox.docker": (),
@@ -25,10 +27,14 @@ LOADED: dict[str, tuple[pytest.MarkDecorator, ...]] = {
     "users.simulated": (),
     "judges.episode": (),
     "judges.seat": (),
+    "loaders.harbor": (),
 }
 """Each part this distribution registers, and what loading it needs."""
 
 PLUGIN = """
+from pathlib import Path
+
+from agent_env import load_bundle
 from agent_env.sandbox import LocalSandboxProvider
 
 
@@ -42,6 +48,19 @@ def provider(settings, *, allow_network):
 
 def impostor(settings, *, allow_network):
     raise AssertionError("a name agent_env registers is never another package's")
+
+
+class Plain:
+    # Task folders marked by a plain.txt, whose tasks are the bundle in their inner folder.
+
+    def folder(self, path):
+        return Path(path) if (Path(path) / "plain.txt").is_file() else None
+
+    def load(self, folder, *, shown, skip_broken_tasks, build_concurrency):
+        return load_bundle(folder / "inner", skip_broken_tasks=skip_broken_tasks)
+
+
+LOADER = Plain()
 """
 
 
@@ -54,7 +73,7 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: elsewhere\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text(
         "[agent_env.parts]\nsandbox.elsewhere = elsewhere_sandbox:provider\n"
-        "sandbox.local = elsewhere_sandbox:impostor\n"
+        "sandbox.local = elsewhere_sandbox:impostor\nloaders.plain = elsewhere_sandbox:LOADER\n"
     )
     (site / "elsewhere_sandbox.py").write_text(PLUGIN)
     monkeypatch.syspath_prepend(str(site))
@@ -78,14 +97,19 @@ def test_every_part_the_engine_runs_is_registered_by_a_module_of_its_part() -> N
     declared = declared_parts()
     owners = {name: row_of(value.split(":")[0], rows) for name, value in declared.items()}
 
-    assert owners == {name: name.split(".")[0] for name in declared}
-    assert set(owners.values()) == set(PARTS)
-    assert set(PARTS) <= rows["engine"].never_rows
+    assert owners == {name: ROW_OF_KIND[name.split(".")[0]] for name in declared}
+    assert set(owners.values()) == set(ROW_OF_KIND.values())
+    assert set(ROW_OF_KIND.values()) <= rows["engine"].never_rows
 
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=marks) for name, marks in LOADED.items()])
 def test_each_part_loads_what_it_registered(name: str) -> None:
-    assert callable(registry.part(name))
+    loaded = registry.part(name)
+
+    if name.startswith(registry.LOADER_PREFIX):
+        assert callable(loaded.folder) and callable(loaded.load)
+    else:
+        assert callable(loaded)
 
 
 def test_every_part_declared_is_loaded_above() -> None:
@@ -136,3 +160,13 @@ def test_a_bundle_naming_a_provider_no_package_registers_is_told_the_ones_there_
 def test_a_part_that_is_not_registered_says_how_to_install_the_package() -> None:
     with pytest.raises(registry.PartMissingError, match=r"install it \(`pip install -e \.` in a checkout"):
         registry.part("sandbox.nowhere")
+
+
+def test_another_package_s_form_of_task_folders_is_loaded_by_its_loader(plugin: None, tmp_path: Path) -> None:
+    make_bundle(tmp_path / "tasks" / "inner")
+    (tmp_path / "tasks" / "plain.txt").write_text("tasks in the plain form\n")
+
+    bundle = load_bundle(tmp_path / "tasks")
+
+    assert registry.registered_under(registry.LOADER_PREFIX) == ("harbor", "plain")
+    assert [task.id for task in bundle.tasks("train")] == ["t1"]
