@@ -46,7 +46,10 @@ def load_bundle(
 
 
 def _form_of(path: str | Path) -> tuple[TaskFolderLoader, Path] | None:
-    """The first registered loader (this distribution's first) whose form `path` is in, and its folder."""
+    """The first registered loader (this distribution's first) whose form `path` is in, and its folder;
+    None for a bundle folder (its bundle.toml says so, whatever else is installed)."""
+    if (Path(path) / "bundle.toml").is_file():
+        return None
     for name in registered_under(LOADER_PREFIX):
         loader: TaskFolderLoader = part(LOADER_PREFIX + name)
         folder = loader.folder(path)

@@ -44,7 +44,8 @@ class Flag:
     metavar: str | None = None
     type: Callable[[str], Any] | None = None
     action: str | None = None
-    choices: tuple[str, ...] | None = None
+    choices: Callable[[], tuple[str, ...]] | None = None
+    """The values it takes, asked when a parser is made (the sandbox providers installed then)."""
 
 
 def about(doc: str, flag: Flag | None) -> dict[str, Any]:
@@ -69,7 +70,7 @@ class ServerOptions:
         default=None,
         metadata=about(
             "the sandbox provider, by name (or, from Python, a SandboxProvider) (default: the bundle's)",
-            Flag("--sandbox", choices=sandbox_names()),
+            Flag("--sandbox", choices=sandbox_names),
         ),
     )
     warm: int | None = field(
@@ -261,7 +262,7 @@ def add_flags(parser: argparse.ArgumentParser, kind: type[ServerOptions], *names
                 ("metavar", flag.metavar),
                 ("type", flag.type),
                 ("action", flag.action),
-                ("choices", flag.choices),
+                ("choices", flag.choices() if flag.choices is not None else None),
             )
             if value is not None
         }

@@ -41,7 +41,7 @@ from agent_env._bundle.tasks import Definitions, Splits, read_splits
 from agent_env._contracts.judges import Judge
 from agent_env._contracts.mcp import McpEnvDefinition
 from agent_env._contracts.mcp_settings import McpServerConfig, resolve_placeholders
-from agent_env._contracts.registry import sandbox_names
+from agent_env._contracts.registry import is_sandbox_name, sandbox_names
 from agent_env._digest import folder_digest
 from agent_env._error_types import (
     BundleError,
@@ -247,8 +247,8 @@ class _Loader:
                 self.problem("bundle.toml", message)
             return None
         provider = config.sandbox.provider
-        known = sandbox_names()
-        if provider not in known:
+        if not is_sandbox_name(provider):
+            known = sandbox_names()
             self.problem(
                 "bundle.toml: sandbox.provider",
                 f"unknown sandbox provider '{provider}'{hint(provider, known)}",

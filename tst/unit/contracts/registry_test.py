@@ -170,3 +170,24 @@ def test_another_package_s_form_of_task_folders_is_loaded_by_its_loader(plugin: 
 
     assert registry.registered_under(registry.LOADER_PREFIX) == ("harbor", "plain")
     assert [task.id for task in bundle.tasks("train")] == ["t1"]
+
+
+def test_a_bundle_folder_played_with_this_distribution_s_parts_never_reads_other_packages_metadata(
+    tmp_path: Path,
+) -> None:
+    bundle = make_bundle(
+        tmp_path / "bundle",
+        toml='[sandbox]\nprovider = "local"\n\n[agents.reader]\nenvs = ["shelf"]\nbash = true\n',
+    )
+    registry.registered.cache_clear()
+
+    async def play() -> str:
+        episode = Episode(load_bundle(bundle).task("train", 0))
+        await episode.deploy()
+        try:
+            return await episode.call_tool("bash", {"command": "echo here"})
+        finally:
+            await episode.teardown()
+
+    assert "here" in asyncio.run(play())
+    assert registry.registered.cache_info().currsize == 0
