@@ -85,6 +85,20 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     registry.part.cache_clear()
 
 
+def bash_in_first_task(bundle: Path, command: str) -> str:
+    """What bash answers `command` with in an episode of the bundle's first train task."""
+
+    async def play() -> str:
+        episode = Episode(load_bundle(bundle).task("train", 0))
+        await episode.deploy()
+        try:
+            return await episode.call_tool("bash", {"command": command})
+        finally:
+            await episode.teardown()
+
+    return asyncio.run(play())
+
+
 def declared_parts() -> dict[str, str]:
     project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
     parts: dict[str, str] = project["entry-points"][registry.GROUP]
@@ -129,16 +143,8 @@ def test_another_package_s_sandbox_provider_plays_a_bundle_that_names_it(
         tasks={"train": [a_task()]},
     )
 
-    async def play() -> str:
-        episode = Episode(load_bundle(bundle).task("train", 0))
-        await episode.deploy()
-        try:
-            return await episode.call_tool("bash", {"command": "echo from elsewhere"})
-        finally:
-            await episode.teardown()
-
     assert registry.sandbox_names() == ("docker", "local", "elsewhere")
-    assert "from elsewhere" in asyncio.run(play())
+    assert "from elsewhere" in bash_in_first_task(bundle, "echo from elsewhere")
     assert registry.sandbox_provider("elsewhere").name == "elsewhere"
 
 
@@ -181,13 +187,5 @@ def test_a_bundle_folder_played_with_this_distribution_s_parts_never_reads_other
     )
     registry.registered.cache_clear()
 
-    async def play() -> str:
-        episode = Episode(load_bundle(bundle).task("train", 0))
-        await episode.deploy()
-        try:
-            return await episode.call_tool("bash", {"command": "echo here"})
-        finally:
-            await episode.teardown()
-
-    assert "here" in asyncio.run(play())
+    assert "here" in bash_in_first_task(bundle, "echo here")
     assert registry.registered.cache_info().currsize == 0
