@@ -3,6 +3,8 @@
     python examples/demo.py                   # make demo: offline; under 5 minutes on 2 idle cores
     python examples/demo.py --no-curriculum   #   with the offline filter alone
     python examples/demo.py --grpo-steps 100  # a longer GRPO stage (about 1 minute more)
+    python examples/demo.py --from runs/demo --grpo-learning-rate 3e-4 --out runs/lr
+                                              # GRPO again from that run's SFT model and samples
 
 The bundle is the depot (`examples/depot`): 480 train tasks and 120 held-out ones (store, move or ship
 labelled boxes), whose box labels never appear in training, so a held-out score measures the skill
@@ -31,6 +33,7 @@ import math
 import os
 import time
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,10 @@ warnings.filterwarnings("ignore", category=FutureWarning)  # transformers' own r
 
 DEPOT = Path(__file__).resolve().parent / "depot"
 SPLITS = ("train", "eval")
+SFT_MODEL = "sft"
+"""Where in `--out` a run keeps its SFT model and tokenizer, for `--from`."""
+SFT_SCORES = "eval/sft"
+SAMPLES = "eval/samples"
 LABEL_CHARACTERS = r"[A-Z](?=[0-9])|[0-9]+"
 """A label's letter and its number: tokens of their own, so a held-out label is made of known tokens."""
 
@@ -256,13 +263,13 @@ def _number(value: Any) -> str:
     return f"{value:.3f}"
 
 
-def with_signal(result: Any) -> float | None:
+def with_signal(trajectories: Iterable[Any]) -> float | None:
     """The share of the tasks whose samples' scores differ: GRPO's groups with signal, had it trained
     on every task (a group being a task's samples, as many as GRPO's generations)."""
     from agent_env.training.trl import share_with_signal
 
     groups: dict[int, list[float | None]] = {}
-    for trajectory in result.trajectories:
+    for trajectory in trajectories:
         groups.setdefault(trajectory.task.index, []).append(trajectory.score)
     shares = [share_with_signal(group, len(group)) for group in groups.values()]
     known = [share for share in shares if share is not None]
@@ -353,7 +360,18 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=Recipe.seed, help="the run's seed (default: %(default)s)")
     parser.add_argument("--out", default="runs/demo", help="trajectories and the plot (default: runs/demo)")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        metavar="RUN",
+        help="start GRPO from an earlier run's SFT model and samples (its --out), skipping both: to try "
+        "GRPO's settings from one SFT model",
+    )
     options = parser.parse_args()
+    out = Path(options.out).resolve()
+    start = Path(options.start).resolve() if options.start else None
+    if start is not None and start == out:
+        parser.error(f"--from and --out are both {out}: the new run would overwrite the one it starts from")
     recipe = replace(
         Recipe(),
         sft_steps=options.sft_steps,
@@ -365,96 +383,29 @@ def main() -> None:
         curriculum=not options.no_curriculum,
         seed=options.seed,
     )
-    run(Path(options.bundle), recipe, Path(options.out).resolve())
+    run(Path(options.bundle), recipe, out, start=start)
 
 
-def run(bundle: Path, recipe: Recipe, out: Path) -> Report:
-    """Every stage of the loop, each printed as it ends; the report they fill."""
+def run(bundle: Path, recipe: Recipe, out: Path, *, start: Path | None = None) -> Report:
+    """Every stage of the loop, each printed as it ends; the report they fill. With `start` (an
+    earlier run's `--out`), its SFT model and samples instead of training and sampling again."""
     import torch
 
-    from agent_env.training.trl import AgentEnv, tiny_model_for
+    from agent_env.training.trl import AgentEnv
 
     torch.manual_seed(recipe.seed)
     started, report = time.monotonic(), Report()
-    work = out / "checkpoints"
     # GRPOTrainer's environments hold their sessions while the process lives (TRL never closes them),
     # one trainer's after another's; the evaluations need their own.
     trainers = 2 if recipe.curriculum else 1
     sessions = trainers * recipe.grpo_batch + recipe.eval_concurrency
     with AgentEnv.local(bundle, max_concurrent_envs=sessions, record=out / "training") as env:
-        demonstrations = env.demonstrations("train")
-        model, tokenizer = tiny_model_for(  # its tokenizer learns the undemonstrated wordings too
-            env,
-            "train",
-            vocab=recipe.vocab,
-            isolate=recipe.isolate,
-            hidden=recipe.hidden,
-            layers=recipe.layers,
-            seed=recipe.seed,
-        )
-        parameters = sum(p.numel() for p in model.parameters())
         print(f"{env}: {len(env.dataset)} train tasks, {len(env.dataset_for('eval'))} held-out", flush=True)
-        print(f"a tiny Qwen3 of {parameters / 1e6:.2f}M parameters, a {len(tokenizer)}-token BPE", flush=True)
-        report.stages.append(("untrained", scores(env.url, model, tokenizer, recipe, out, "untrained")))
-
-        _stage(f"SFT: {recipe.sft_steps} steps on {len(demonstrations)} demonstrations", started)
-        fine_tune(model, tokenizer, demonstrations, recipe, work)
-        report.stages.append(
-            (f"SFT {recipe.sft_steps} steps", scores(env.url, model, tokenizer, recipe, out, "sft"))
-        )
-        print(stage_table(report), flush=True)
-
-        low, high = recipe.pass_rate
-        temperature = recipe.temperature
-        _stage(
-            f"pass rates: {recipe.samples} samples of each train task at temperature {temperature}", started
-        )
-        sampled = measure(
-            env.url,
-            model,
-            tokenizer,
-            recipe,
-            out / "eval" / "samples",
-            split="train",
-            samples=recipe.samples,
-            temperature=temperature,
-        )
-        report.signal_unfiltered = with_signal(sampled)
-        print(f"groups with signal, over every train task: {_number(report.signal_unfiltered)}", flush=True)
-        try:
-            chosen = env.dataset_for("train", pass_rate=recipe.pass_rate, results=sampled)
-        except ValueError as exc:
-            print(f"no GRPO stage: {exc}; train longer with --sft-steps, or widen --pass-rate", flush=True)
+        if start is None:
+            model, tokenizer, sampled = warm_up(env, recipe, out, report, started)
         else:
-            print(f"{len(chosen)} of {len(env.dataset)} train tasks have a pass rate within [{low}, {high}]")
-            tuned = {name: value.detach().clone() for name, value in model.state_dict().items()}
-            _stage(f"GRPO: {recipe.grpo_steps} steps on the {len(chosen)} tasks with signal", started)
-            reinforce(model, tokenizer, chosen, env.factory, recipe, work, (report.rewards, report.signal))
-            report.stages.append(
-                ("then GRPO, filter", scores(env.url, model, tokenizer, recipe, out, "grpo"))
-            )
-            if recipe.curriculum:
-                model.load_state_dict(tuned)  # the same SFT model, for a side-by-side comparison
-                curriculum = env.curriculum("train", seed=recipe.seed)
-                measured = curriculum.start_from(sampled)
-                _stage(
-                    f"GRPO: {recipe.grpo_steps} steps on the online curriculum over all "
-                    f"{len(env.dataset)} train tasks, started from the samples of {measured}",
-                    started,
-                )
-                logged = (report.curriculum_rewards, report.curriculum_signal)
-                reinforce(
-                    model,
-                    tokenizer,
-                    curriculum.dataset,
-                    env.factory,
-                    recipe,
-                    work,
-                    logged,
-                    (curriculum.callback,),
-                )
-                after = scores(env.url, model, tokenizer, recipe, out, "grpo-curriculum")
-                report.stages.append(("then GRPO, curriculum", after))
+            model, tokenizer, sampled = resume(start, report)
+        train(env, model, tokenizer, sampled, recipe, out, report, started)
     print("\n" + stage_table(report))
     if report.signal:
         print(
@@ -469,6 +420,117 @@ def run(bundle: Path, recipe: Recipe, out: Path) -> Report:
     if drawn is not None:
         print(f"plot: {drawn}")
     return report
+
+
+def warm_up(env: Any, recipe: Recipe, out: Path, report: Report, started: float) -> tuple[Any, Any, Any]:
+    """A tiny model and tokenizer, measured untrained; SFT on the reference plays, measured and saved
+    in `out/sft` (for `--from`); then each train task sampled. Returns (model, tokenizer, samples)."""
+    from agent_env.training.trl import tiny_model_for
+
+    demonstrations = env.demonstrations("train")
+    model, tokenizer = tiny_model_for(  # its tokenizer learns the undemonstrated wordings too
+        env,
+        "train",
+        vocab=recipe.vocab,
+        isolate=recipe.isolate,
+        hidden=recipe.hidden,
+        layers=recipe.layers,
+        seed=recipe.seed,
+    )
+    parameters = sum(p.numel() for p in model.parameters())
+    print(f"a tiny Qwen3 of {parameters / 1e6:.2f}M parameters, a {len(tokenizer)}-token BPE", flush=True)
+    report.stages.append(("untrained", scores(env.url, model, tokenizer, recipe, out, "untrained")))
+
+    _stage(f"SFT: {recipe.sft_steps} steps on {len(demonstrations)} demonstrations", started)
+    fine_tune(model, tokenizer, demonstrations, recipe, out / "checkpoints")
+    model.save_pretrained(out / SFT_MODEL)
+    tokenizer.save_pretrained(out / SFT_MODEL)
+    report.stages.append(
+        (f"SFT {recipe.sft_steps} steps", scores(env.url, model, tokenizer, recipe, out, "sft"))
+    )
+    print(stage_table(report), flush=True)
+
+    temperature = recipe.temperature
+    _stage(f"pass rates: {recipe.samples} samples of each train task at temperature {temperature}", started)
+    sampled = measure(
+        env.url,
+        model,
+        tokenizer,
+        recipe,
+        out / SAMPLES,
+        split="train",
+        samples=recipe.samples,
+        temperature=temperature,
+    )
+    report.signal_unfiltered = with_signal(sampled.trajectories)
+    return model, tokenizer, sampled
+
+
+def resume(start: Path, report: Report) -> tuple[Any, Any, Any]:
+    """An earlier run's SFT model, its scores and its samples (its `--out`), to train GRPO again from
+    them with other settings. Returns (model, tokenizer, samples)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from agent_env import read_trajectories
+    from agent_env.eval import EvalResult
+
+    missing = [part for part in (SFT_MODEL, SFT_SCORES, SAMPLES) if not (start / part).is_dir()]
+    if missing:
+        raise SystemExit(
+            f"--from {start}: no {', '.join(missing)} there; pass the --out of a whole run of this demo "
+            "(one made with --from keeps no SFT model of its own)"
+        )
+    model = AutoModelForCausalLM.from_pretrained(start / SFT_MODEL)
+    tokenizer = AutoTokenizer.from_pretrained(start / SFT_MODEL)
+    found = {split: EvalResult.read(start / SFT_SCORES / split).mean_score or 0.0 for split in SPLITS}
+    report.stages.append((f"SFT, from {start.name}", found))
+    print(stage_table(report), flush=True)
+    sampled = EvalResult.read(start / SAMPLES)
+    report.signal_unfiltered = with_signal(read_trajectories(start / SAMPLES))
+    tasks = len(sampled.tasks)
+    print(f"pass rates: {sampled.samples} samples of {tasks} train tasks, from {start / SAMPLES}")
+    return model, tokenizer, sampled
+
+
+def train(
+    env: Any,
+    model: Any,
+    tokenizer: Any,
+    sampled: Any,
+    recipe: Recipe,
+    out: Path,
+    report: Report,
+    started: float,
+) -> None:
+    """GRPO on the offline filter's tasks, then from the same model on the online curriculum; each
+    measured."""
+    work = out / "checkpoints"
+    low, high = recipe.pass_rate
+    print(f"groups with signal, over every train task: {_number(report.signal_unfiltered)}", flush=True)
+    try:
+        chosen = env.dataset_for("train", pass_rate=recipe.pass_rate, results=sampled)
+    except ValueError as exc:
+        print(f"no GRPO stage: {exc}; train longer with --sft-steps, or widen --pass-rate", flush=True)
+        return
+    print(f"{len(chosen)} of {len(env.dataset)} train tasks have a pass rate within [{low}, {high}]")
+    tuned = {name: value.detach().clone() for name, value in model.state_dict().items()}
+    _stage(f"GRPO: {recipe.grpo_steps} steps on the {len(chosen)} tasks with signal", started)
+    reinforce(model, tokenizer, chosen, env.factory, recipe, work, (report.rewards, report.signal))
+    report.stages.append(("then GRPO, filter", scores(env.url, model, tokenizer, recipe, out, "grpo")))
+    if not recipe.curriculum:
+        return
+    model.load_state_dict(tuned)  # the same SFT model, for a side-by-side comparison
+    curriculum = env.curriculum("train", seed=recipe.seed)
+    measured = curriculum.start_from(sampled)
+    _stage(
+        f"GRPO: {recipe.grpo_steps} steps on the online curriculum over all {len(env.dataset)} train "
+        f"tasks, started from the samples of {measured}",
+        started,
+    )
+    logged = (report.curriculum_rewards, report.curriculum_signal)
+    reinforce(model, tokenizer, curriculum.dataset, env.factory, recipe, work, logged, (curriculum.callback,))
+    after = scores(env.url, model, tokenizer, recipe, out, "grpo-curriculum")
+    report.stages.append(("then GRPO, curriculum", after))
 
 
 def _stage(title: str, started: float) -> None:

@@ -5,6 +5,7 @@ the learning)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -38,8 +39,8 @@ def small_depot(to: Path) -> Path:
     return to
 
 
-def run_demo(bundle: Path, out: Path, *options: str) -> list[str]:
-    done = subprocess.run(
+def demo(bundle: Path, out: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "examples/demo.py", "--bundle", str(bundle), "--out", str(out), *options],
         cwd=ROOT,
         capture_output=True,
@@ -47,24 +48,40 @@ def run_demo(bundle: Path, out: Path, *options: str) -> list[str]:
         timeout=600,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
+
+
+def run_demo(bundle: Path, out: Path, *options: str) -> list[str]:
+    done = demo(bundle, out, *options)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.splitlines()
 
 
+def final_table(lines: list[str]) -> list[str]:
+    """The rows of the stage table the demo prints last."""
+    header = max(i for i, line in enumerate(lines) if line.startswith("stage") and "held-out split" in line)
+    return list(itertools.takewhile(lambda row: row.split() and _score(row.split()[-1]), lines[header + 1 :]))
+
+
+GRPO_ONLY = ("--grpo-steps", "1", "--pass-rate", "0", "1")
+
+
+@pytest.fixture(scope="module")
+def whole_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, list[str]]:
+    """The demo, every stage cut short, on a small depot: (the depot, the run's --out, what it printed)."""
+    root = tmp_path_factory.mktemp("demo")
+    depot, out = small_depot(root / "depot"), root / "demo"
+    return depot, out, run_demo(depot, out, "--sft-steps", "4", "--samples", "2", *GRPO_ONLY)
+
+
 @pytest.mark.timeout(900)
 def test_the_demo_fine_tunes_measures_pass_rates_trains_on_the_filter_and_the_curriculum_and_measures_again(
-    tmp_path: Path,
+    whole_run: tuple[Path, Path, list[str]],
 ) -> None:
-    out = tmp_path / "demo"
-    lines = run_demo(
-        small_depot(tmp_path / "depot"),
-        out,
-        *("--sft-steps", "4", "--samples", "2", "--grpo-steps", "1", "--pass-rate", "0", "1"),
-    )
+    _, out, lines = whole_run
 
-    header = max(i for i, line in enumerate(lines) if line.startswith("stage") and "held-out split" in line)
-    table = lines[header + 1 : header + 5]
+    table = final_table(lines)
     assert [row.split()[0] for row in table] == ["untrained", "SFT", "then", "then"]
+    assert (out / "sft" / "config.json").is_file(), "the SFT model is kept, for --from"
     assert [" ".join(row.split()[:3]) for row in table[2:]] == ["then GRPO, filter", "then GRPO, curriculum"]
     assert all(_score(cell) for row in table for cell in row.split()[-2:])
     assert f"{TASKS['train']} of {TASKS['train']} train tasks have a pass rate within [0.0, 1.0]" in lines
@@ -83,6 +100,50 @@ def test_the_demo_fine_tunes_measures_pass_rates_trains_on_the_filter_and_the_cu
     for stage in ("untrained", "sft", "grpo", "grpo-curriculum"):
         for split, count in TASKS.items():
             assert len(list(read_trajectories(out / "eval" / stage / split))) == count
+
+
+@pytest.mark.timeout(900)
+def test_a_run_from_an_earlier_runs_sft_model_and_samples_trains_grpo_without_fine_tuning_or_sampling_again(
+    whole_run: tuple[Path, Path, list[str]], tmp_path: Path
+) -> None:
+    depot, first, first_lines = whole_run
+    out = tmp_path / "again"
+
+    lines = run_demo(depot, out, "--from", str(first), *GRPO_ONLY)
+
+    table = final_table(lines)
+    assert [" ".join(row.split()[:3]) for row in table] == [
+        "SFT, from demo",
+        "then GRPO, filter",
+        "then GRPO, curriculum",
+    ]
+    sft = next(row for row in final_table(first_lines) if row.startswith("SFT"))
+    assert table[0].split()[-2:] == sft.split()[-2:], "the SFT scores are the earlier run's"
+    assert not any(line.startswith(("== SFT", "== pass rates")) for line in lines), "none trained or sampled"
+    samples, tasks = 2 * TASKS["train"], TASKS["train"]
+    assert f"pass rates: {samples} samples of {tasks} train tasks, from {first / 'eval' / 'samples'}" in lines
+    assert f"{TASKS['train']} of {TASKS['train']} train tasks have a pass rate within [0.0, 1.0]" in lines
+    for stage in ("grpo", "grpo-curriculum"):
+        assert len(list(read_trajectories(out / "eval" / stage / "eval"))) == TASKS["eval"]
+    assert not (out / "sft").exists() and not (out / "eval" / "samples").exists()
+
+
+@pytest.mark.timeout(900)
+def test_a_run_from_a_folder_that_holds_no_whole_run_or_into_its_own_folder_is_refused_saying_why(
+    whole_run: tuple[Path, Path, list[str]], tmp_path: Path
+) -> None:
+    depot, first, _ = whole_run
+    before = sorted(first.rglob("*"))
+
+    elsewhere = demo(depot, tmp_path / "out", "--from", str(tmp_path))
+    onto_itself = demo(depot, first, "--from", str(first))
+
+    assert elsewhere.returncode != 0
+    assert f"--from {tmp_path}: no sft, eval/sft, eval/samples there" in elsewhere.stderr
+    assert "pass the --out of a whole run of this demo" in elsewhere.stderr
+    assert onto_itself.returncode == 2
+    assert "the new run would overwrite the one it starts from" in onto_itself.stderr
+    assert sorted(first.rglob("*")) == before
 
 
 @pytest.mark.timeout(900)
