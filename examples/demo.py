@@ -372,6 +372,10 @@ def main() -> None:
     start = Path(options.start).resolve() if options.start else None
     if start is not None and start == out:
         parser.error(f"--from and --out are both {out}: the new run would overwrite the one it starts from")
+    if start is not None and (options.sft_steps, options.samples) != (Recipe.sft_steps, Recipe.samples):
+        parser.error(
+            "--sft-steps and --samples are the earlier run's with --from: drop them, or run the whole loop"
+        )
     recipe = replace(
         Recipe(),
         sft_steps=options.sft_steps,

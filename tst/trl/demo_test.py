@@ -129,7 +129,7 @@ def test_a_run_from_an_earlier_runs_sft_model_and_samples_trains_grpo_without_fi
 
 
 @pytest.mark.timeout(900)
-def test_a_run_from_a_folder_that_holds_no_whole_run_or_into_its_own_folder_is_refused_saying_why(
+def test_a_run_from_a_folder_without_a_whole_run_into_its_own_folder_or_with_sft_options_is_refused(
     whole_run: tuple[Path, Path, list[str]], tmp_path: Path
 ) -> None:
     depot, first, _ = whole_run
@@ -137,12 +137,15 @@ def test_a_run_from_a_folder_that_holds_no_whole_run_or_into_its_own_folder_is_r
 
     elsewhere = demo(depot, tmp_path / "out", "--from", str(tmp_path))
     onto_itself = demo(depot, first, "--from", str(first))
+    with_its_own_sft = demo(depot, tmp_path / "out", "--from", str(first), "--sft-steps", "8")
 
     assert elsewhere.returncode != 0
     assert f"--from {tmp_path}: no sft, eval/sft, eval/samples there" in elsewhere.stderr
     assert "pass the --out of a whole run of this demo" in elsewhere.stderr
     assert onto_itself.returncode == 2
     assert "the new run would overwrite the one it starts from" in onto_itself.stderr
+    assert with_its_own_sft.returncode == 2
+    assert "--sft-steps and --samples are the earlier run's with --from" in with_its_own_sft.stderr
     assert sorted(first.rglob("*")) == before
 
 
