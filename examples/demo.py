@@ -49,6 +49,8 @@ SFT_MODEL = "sft"
 """Where in `--out` a run keeps its SFT model and tokenizer, for `--from`."""
 SFT_SCORES = "eval/sft"
 SAMPLES = "eval/samples"
+KEPT = (SFT_MODEL, SFT_SCORES, SAMPLES)
+"""What a whole run leaves in its `--out` for a run `--from` it."""
 LABEL_CHARACTERS = r"[A-Z](?=[0-9])|[0-9]+"
 """A label's letter and its number: tokens of their own, so a held-out label is made of known tokens."""
 
@@ -372,6 +374,11 @@ def main() -> None:
     start = Path(options.start).resolve() if options.start else None
     if start is not None and start == out:
         parser.error(f"--from and --out are both {out}: the new run would overwrite the one it starts from")
+    if start is not None and (missing := [part for part in KEPT if not (start / part).is_dir()]):
+        parser.error(
+            f"--from {start}: no {', '.join(missing)} there; pass the --out of a whole run of this demo "
+            "(one made with --from keeps no SFT model of its own)"
+        )
     if start is not None and (options.sft_steps, options.samples) != (Recipe.sft_steps, Recipe.samples):
         parser.error(
             "--sft-steps and --samples are the earlier run's with --from: drop them, or run the whole loop"
@@ -478,12 +485,6 @@ def resume(start: Path, report: Report) -> tuple[Any, Any, Any]:
     from agent_env import read_trajectories
     from agent_env.eval import EvalResult
 
-    missing = [part for part in (SFT_MODEL, SFT_SCORES, SAMPLES) if not (start / part).is_dir()]
-    if missing:
-        raise SystemExit(
-            f"--from {start}: no {', '.join(missing)} there; pass the --out of a whole run of this demo "
-            "(one made with --from keeps no SFT model of its own)"
-        )
     model = AutoModelForCausalLM.from_pretrained(start / SFT_MODEL)
     tokenizer = AutoTokenizer.from_pretrained(start / SFT_MODEL)
     found = {split: EvalResult.read(start / SFT_SCORES / split).mean_score or 0.0 for split in SPLITS}

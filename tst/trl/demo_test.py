@@ -139,7 +139,7 @@ def test_a_run_from_a_folder_without_a_whole_run_into_its_own_folder_or_with_sft
     onto_itself = demo(depot, first, "--from", str(first))
     with_its_own_sft = demo(depot, tmp_path / "out", "--from", str(first), "--sft-steps", "8")
 
-    assert elsewhere.returncode != 0
+    assert elsewhere.returncode == 2
     assert f"--from {tmp_path}: no sft, eval/sft, eval/samples there" in elsewhere.stderr
     assert "pass the --out of a whole run of this demo" in elsewhere.stderr
     assert onto_itself.returncode == 2
